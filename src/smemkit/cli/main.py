@@ -1,0 +1,34 @@
+"""The ``smemkit`` command: ``info``, ``probe``, ``cache``, and the parts' subcommands."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Sequence
+
+from smemkit.cli import cache_cmd, info_cmd, probe_cmd
+from smemkit.errors import SmemkitError
+
+# Each module adds its subcommand(s) with register(subparsers); parts append theirs here.
+COMMANDS = (info_cmd, probe_cmd, cache_cmd)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="smemkit",
+        description="Memory-bound GPU kernels beyond one block's registers, with cost models "
+        "that say when they pay.",
+    )
+    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    for module in COMMANDS:
+        module.register(sub)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    try:
+        return int(args.run(args) or 0)
+    except SmemkitError as exc:
+        print(f"smemkit: error: {exc}", file=sys.stderr)
+        return 2

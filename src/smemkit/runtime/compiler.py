@@ -1,0 +1,179 @@
+"""Run-time CUDA compilation with NVRTC (through cuda.core), cached on disk.
+
+The architecture is always explicit (``sm_90a`` by default) so compile-only checks run on
+machines without a GPU. The ptxas report (registers, stack, spills, shared memory) is kept with
+each cubin: tests assert that no shipped kernel spills to local memory.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import io
+import re
+from dataclasses import dataclass, field
+from functools import cache
+from importlib import resources
+
+from smemkit import __version__
+from smemkit.errors import CompileError
+from smemkit.runtime import cache as disk_cache
+from smemkit.runtime.paths import PACKAGE_INCLUDE, include_dirs, toolkit_header_version
+
+DEFAULT_ARCH = "sm_90a"
+_INCLUDE_RE = re.compile(r'^\s*#\s*include\s*[<"](smemkit/[^>"]+)[>"]', re.MULTILINE)
+
+
+@dataclass(frozen=True)
+class ResourceUsage:
+    """What ptxas reported for one kernel."""
+
+    registers: int = 0
+    stack_bytes: int = 0
+    spill_store_bytes: int = 0
+    spill_load_bytes: int = 0
+    static_smem_bytes: int = 0
+
+    @property
+    def spills(self) -> bool:
+        return bool(self.spill_store_bytes or self.spill_load_bytes)
+
+
+@dataclass(frozen=True)
+class CompiledModule:
+    """A cubin, the log it was built with, and per-kernel resource usage."""
+
+    label: str
+    arch: str
+    cubin: bytes
+    log: str
+    resources: dict[str, ResourceUsage] = field(default_factory=dict)
+    from_cache: bool = False
+
+
+def package_source(relative: str) -> str:
+    """The text of a kernel file shipped inside the package (``'hw/probe_kernels.cu'``)."""
+    return resources.files("smemkit").joinpath(relative).read_text()
+
+
+def parse_ptxas_log(log: str) -> dict[str, ResourceUsage]:
+    """Per-kernel resources from ``ptxas -v`` output (as NVRTC relays it)."""
+    usage: dict[str, ResourceUsage] = {}
+    for block in re.split(r"(?=ptxas info\s*: Compiling entry function)", log):
+        m = re.search(r"Compiling entry function '([^']+)'", block)
+        if not m:
+            continue
+
+        def grab(pattern: str, text: str = block) -> int:
+            hit = re.search(pattern, text)
+            return int(hit.group(1)) if hit else 0
+
+        usage[m.group(1)] = ResourceUsage(
+            registers=grab(r"Used (\d+) registers"),
+            stack_bytes=grab(r"(\d+) bytes stack frame"),
+            spill_store_bytes=grab(r"(\d+) bytes spill stores"),
+            spill_load_bytes=grab(r"(\d+) bytes spill loads"),
+            static_smem_bytes=grab(r"(\d+) bytes smem"),
+        )
+    return usage
+
+
+def _included_headers(source: str, seen: set[str] | None = None) -> dict[str, str]:
+    """smemkit headers the source includes, transitively, as {name: text} for the cache key."""
+    seen = set() if seen is None else seen
+    found: dict[str, str] = {}
+    for name in _INCLUDE_RE.findall(source):
+        if name in seen:
+            continue
+        seen.add(name)
+        path = PACKAGE_INCLUDE / name
+        if path.is_file():
+            text = path.read_text()
+            found[name] = text
+            found.update(_included_headers(text, seen))
+    return found
+
+
+@cache
+def _tool_versions() -> str:
+    import cuda.core
+    from cuda.bindings import nvrtc
+
+    err, major, minor = nvrtc.nvrtcVersion()
+    nvrtc_version = f"{major}.{minor}" if int(err) == 0 else "unknown"
+    return f"nvrtc={nvrtc_version};cuda.core={cuda.core.__version__};headers={toolkit_header_version()}"
+
+
+def _key_material(arch: str, defines: dict[str, object], extra: tuple[str, ...]) -> str:
+    includes = [str(d) for d in include_dirs()]
+    return repr((arch, sorted((k, str(v)) for k, v in defines.items()), extra, includes))
+
+
+def cache_key(source: str, arch: str, defines: dict[str, object], extra: tuple[str, ...]) -> str:
+    """The hash that names a cubin: source, its smemkit headers, options, arch and tool versions."""
+    h = hashlib.sha256()
+    for part in (
+        source,
+        repr(sorted(_included_headers(source).items())),
+        _key_material(arch, defines, extra),
+        _tool_versions(),
+        __version__,
+    ):
+        h.update(part.encode())
+        h.update(b"\0")
+    return h.hexdigest()
+
+
+def _nvrtc_compile(
+    source: str, label: str, arch: str, defines: dict[str, object], extra: tuple[str, ...]
+) -> tuple[bytes, str]:
+    from cuda.core import Program, ProgramOptions
+
+    program_options = ProgramOptions(
+        name=label,
+        arch=arch,
+        std="c++17",
+        include_path=[str(d) for d in include_dirs()],
+        define_macro=[(k, str(v)) for k, v in sorted(defines.items())] or None,
+        ptxas_options=["-v", *extra],
+    )
+    log = io.StringIO()
+    try:
+        obj = Program(source, "c++", program_options).compile("cubin", logs=log)
+    except Exception as exc:  # cuda.core raises a plain error carrying NVRTC's log
+        raise CompileError(
+            f"NVRTC failed to compile kernel module '{label}' for {arch}:\n{exc}\n{log.getvalue()}"
+        ) from exc
+    return bytes(obj.code), log.getvalue()
+
+
+def compile_module(
+    source: str,
+    label: str,
+    *,
+    arch: str = DEFAULT_ARCH,
+    defines: dict[str, object] | None = None,
+    ptxas_options: tuple[str, ...] = (),
+) -> CompiledModule:
+    """Compile ``source`` to a cubin for ``arch``, through the on-disk cache.
+
+    ``label`` names the module in errors and in the cache metadata. Raises ``CompileError``
+    with NVRTC's log when the source does not compile.
+    """
+    defines = dict(defines or {})
+    key = cache_key(source, arch, defines, ptxas_options)
+    hit = disk_cache.load(key)
+    if hit is None:
+        with disk_cache.locked(key):
+            hit = disk_cache.load(key)  # another process may have finished while we waited
+            if hit is None:
+                cubin, log = _nvrtc_compile(source, label, arch, defines, ptxas_options)
+                disk_cache.store(key, disk_cache.CacheEntry(cubin, {"label": label, "arch": arch,
+                                                                    "log": log}))
+                return CompiledModule(label, arch, cubin, log, parse_ptxas_log(log))
+    log = hit.meta.get("log", "")
+    return CompiledModule(label, arch, hit.cubin, log, parse_ptxas_log(log), from_cache=True)
+
+
+def arch_for_capability(major: int, minor: int) -> str:
+    """NVRTC target for a compute capability: the ``a`` variant on sm_90 and newer."""
+    return f"sm_{major}{minor}a" if major >= 9 else f"sm_{major}{minor}"

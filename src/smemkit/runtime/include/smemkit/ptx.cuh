@@ -1,0 +1,170 @@
+// smemkit/ptx.cuh: the inline-PTX primitives smemkit kernels use on sm_90+.
+//
+// Thread-block clusters, distributed shared memory (DSMEM) and the asynchronous copy engine,
+// written directly in PTX so kernels need neither cooperative_groups nor CCCL headers (and
+// compile under NVRTC with no toolkit include path). Semantics follow the PTX ISA 8.x manual:
+//   barrier.cluster (§9.7.13.4), mapa (§9.7.9.21), st.async (§9.7.9.12),
+//   mbarrier (§9.7.13.15), cp.async.bulk (§9.7.9.25).
+#pragma once
+
+typedef unsigned int u32;
+typedef unsigned long long u64;
+
+namespace smemkit {
+
+// ---- identity ---------------------------------------------------------------------------
+__device__ __forceinline__ u32 smid() {
+  u32 id;
+  asm volatile("mov.u32 %0, %%smid;" : "=r"(id));
+  return id;
+}
+__device__ __forceinline__ u32 cluster_ctarank() {
+  u32 r;
+  asm volatile("mov.u32 %0, %%cluster_ctarank;" : "=r"(r));
+  return r;
+}
+__device__ __forceinline__ u32 cluster_nctarank() {
+  u32 r;
+  asm volatile("mov.u32 %0, %%cluster_nctarank;" : "=r"(r));
+  return r;
+}
+__device__ __forceinline__ u32 cluster_id_x() {
+  u32 r;
+  asm volatile("mov.u32 %0, %%clusterid.x;" : "=r"(r));
+  return r;
+}
+__device__ __forceinline__ u32 nclusters_x() {
+  u32 r;
+  asm volatile("mov.u32 %0, %%nclusterid.x;" : "=r"(r));
+  return r;
+}
+
+// ---- cluster barrier --------------------------------------------------------------------
+// arrive(release) ... wait(acquire): a full cluster barrier that also orders shared-memory
+// (local and remote) accesses. All threads of every CTA must take part (.aligned: whole warps).
+__device__ __forceinline__ void cluster_arrive() {
+  asm volatile("barrier.cluster.arrive.release.aligned;" ::: "memory");
+}
+// The relaxed arrive orders nothing; pair it with mbarriers or fences of your own.
+__device__ __forceinline__ void cluster_arrive_relaxed() {
+  asm volatile("barrier.cluster.arrive.relaxed.aligned;" ::: "memory");
+}
+__device__ __forceinline__ void cluster_wait() {
+  asm volatile("barrier.cluster.wait.acquire.aligned;" ::: "memory");
+}
+__device__ __forceinline__ void cluster_sync() {
+  cluster_arrive();
+  cluster_wait();
+}
+
+// ---- addresses --------------------------------------------------------------------------
+// 32-bit shared-window address of a generic pointer to this CTA's shared memory.
+__device__ __forceinline__ u32 smem_u32(const void* p) {
+  return static_cast<u32>(__cvta_generic_to_shared(p));
+}
+// The shared::cluster address of the same offset in CTA `rank`'s shared memory.
+__device__ __forceinline__ u32 mapa(u32 local_addr, u32 rank) {
+  u32 out;
+  asm volatile("mapa.shared::cluster.u32 %0, %1, %2;" : "=r"(out) : "r"(local_addr), "r"(rank));
+  return out;
+}
+
+// ---- loads and stores through shared::cluster addresses ---------------------------------
+__device__ __forceinline__ u32 ld_cluster_u32(u32 addr) {
+  u32 v;
+  asm volatile("ld.shared::cluster.u32 %0, [%1];" : "=r"(v) : "r"(addr) : "memory");
+  return v;
+}
+__device__ __forceinline__ float ld_cluster_f32(u32 addr) {
+  float v;
+  asm volatile("ld.shared::cluster.f32 %0, [%1];" : "=f"(v) : "r"(addr) : "memory");
+  return v;
+}
+__device__ __forceinline__ void st_cluster_u32(u32 addr, u32 v) {
+  asm volatile("st.shared::cluster.u32 [%0], %1;" ::"r"(addr), "r"(v) : "memory");
+}
+__device__ __forceinline__ void st_cluster_f32(u32 addr, float v) {
+  asm volatile("st.shared::cluster.f32 [%0], %1;" ::"r"(addr), "f"(v) : "memory");
+}
+__device__ __forceinline__ u32 ld_shared_u32(u32 addr) {
+  u32 v;
+  asm volatile("ld.shared.u32 %0, [%1];" : "=r"(v) : "r"(addr) : "memory");
+  return v;
+}
+
+// ---- mbarrier ---------------------------------------------------------------------------
+__device__ __forceinline__ void mbarrier_init(u32 bar, u32 count) {
+  asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;" ::"r"(bar), "r"(count) : "memory");
+}
+// Makes mbarrier initialisation visible to the other CTAs of the cluster (before they use it).
+__device__ __forceinline__ void fence_mbarrier_init_cluster() {
+  asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
+}
+// Arrive once on a local mbarrier and announce `bytes` of transactions still to land on it.
+__device__ __forceinline__ void mbarrier_arrive_expect_tx(u32 bar, u32 bytes) {
+  asm volatile("mbarrier.arrive.expect_tx.release.cta.shared::cta.b64 _, [%0], %1;" ::"r"(bar),
+               "r"(bytes)
+               : "memory");
+}
+__device__ __forceinline__ void mbarrier_expect_tx(u32 bar, u32 bytes) {
+  asm volatile("mbarrier.expect_tx.relaxed.cta.shared::cta.b64 [%0], %1;" ::"r"(bar), "r"(bytes)
+               : "memory");
+}
+// Spin until the phase with parity `phase` of a local mbarrier has completed (acquire, cluster
+// scope: data delivered by peers' st.async is visible afterwards).
+__device__ __forceinline__ void mbarrier_wait_parity(u32 bar, u32 phase) {
+  asm volatile(
+      "{\n"
+      ".reg .pred done;\n"
+      "WAIT_%=:\n"
+      "mbarrier.try_wait.parity.acquire.cluster.shared::cta.b64 done, [%0], %1;\n"
+      "@!done bra WAIT_%=;\n"
+      "}\n" ::"r"(bar),
+      "r"(phase)
+      : "memory");
+}
+
+// ---- one-way DSMEM push ------------------------------------------------------------------
+// Store 4/8/16 bytes into a peer CTA's shared memory; completion is counted as transaction
+// bytes on the peer's mbarrier (`remote_bar`, a shared::cluster address in the same CTA as
+// `remote_addr`). The receiver waits on its own mbarrier; no cluster barrier is needed.
+__device__ __forceinline__ void st_async_f32(u32 remote_addr, float v, u32 remote_bar) {
+  asm volatile("st.async.shared::cluster.mbarrier::complete_tx::bytes.b32 [%0], %1, [%2];" ::"r"(
+                   remote_addr),
+               "r"(__float_as_uint(v)), "r"(remote_bar)
+               : "memory");
+}
+__device__ __forceinline__ void st_async_v2f32(u32 remote_addr, float a, float b, u32 remote_bar) {
+  asm volatile(
+      "st.async.shared::cluster.mbarrier::complete_tx::bytes.v2.b32 [%0], {%1, %2}, [%3];" ::"r"(
+          remote_addr),
+      "r"(__float_as_uint(a)), "r"(__float_as_uint(b)), "r"(remote_bar)
+      : "memory");
+}
+__device__ __forceinline__ void st_async_v4f32(u32 remote_addr, float4 v, u32 remote_bar) {
+  asm volatile(
+      "st.async.shared::cluster.mbarrier::complete_tx::bytes.v4.b32 [%0], {%1, %2, %3, %4}, "
+      "[%5];" ::"r"(remote_addr),
+      "r"(__float_as_uint(v.x)), "r"(__float_as_uint(v.y)), "r"(__float_as_uint(v.z)),
+      "r"(__float_as_uint(v.w)), "r"(remote_bar)
+      : "memory");
+}
+
+// ---- bulk copy global -> shared (the copy engine) -----------------------------------------
+// `bytes` must be a multiple of 16 and both addresses 16-byte aligned; completion is counted
+// on the local mbarrier `bar` as transaction bytes.
+__device__ __forceinline__ void cp_async_bulk_g2s(u32 dst_smem, const void* src, u32 bytes,
+                                                  u32 bar) {
+  asm volatile(
+      "cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], %2, [%3];" ::
+          "r"(dst_smem),
+      "l"(src), "r"(bytes), "r"(bar)
+      : "memory");
+}
+
+// Orders this thread's generic-proxy shared-memory writes before later async-proxy accesses.
+__device__ __forceinline__ void fence_proxy_async_shared() {
+  asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
+}
+
+}  // namespace smemkit

@@ -1,0 +1,38 @@
+import subprocess
+import sys
+
+import pytest
+import torch
+
+from smemkit.cli.main import main
+
+
+def test_info_shows_profiles_and_which_applies(capsys):
+    assert main(["info"]) == 0
+    out = capsys.readouterr().out
+    assert "h100_sxm" in out and "rtx5090" in out and "profile" in out
+    assert "851" in out  # the H100 barrier from Table II
+
+
+def test_info_with_explicit_profile(capsys):
+    assert main(["info", "--profile", "rtx5090"]) == 0
+    assert "rtx5090: embedded profile 'rtx5090' (asked for)" in capsys.readouterr().out
+
+
+def test_cache_info_and_clear(isolated_cache, capsys):
+    assert main(["cache", "info"]) == 0
+    assert str(isolated_cache) in capsys.readouterr().out
+    assert main(["cache", "clear"]) == 0
+    assert "removed 0" in capsys.readouterr().out
+
+
+@pytest.mark.skipif(torch.cuda.is_available(), reason="checks the no-GPU message")
+def test_probe_without_gpu_is_a_clear_error(capsys):
+    assert main(["probe"]) == 2
+    assert "no CUDA GPU is visible" in capsys.readouterr().err
+
+
+def test_python_dash_m_entry_point():
+    done = subprocess.run([sys.executable, "-m", "smemkit", "cache", "info"],
+                          capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0 and "entries" in done.stdout

@@ -1,0 +1,96 @@
+"""Launch layer on a real GPU: clusters, >48 KB shared memory, streams and argument checks."""
+
+from pathlib import Path
+
+import pytest
+import torch
+
+from smemkit.errors import InvalidArgumentError, UnsupportedDeviceError
+from smemkit.runtime.device import gpu_info
+from smemkit.runtime.launch import KernelModule
+from smemkit.runtime.tensors import check_tensor
+
+pytestmark = pytest.mark.gpu
+SOURCE = (Path(__file__).parent / "kernels" / "cluster_exchange.cu").read_text()
+
+
+@pytest.fixture(scope="module")
+def exchange():
+    return KernelModule(SOURCE, "cluster_exchange").function("cluster_exchange", ("ptr", "i32"))
+
+
+def expected(clusters: int, P: int, words: int) -> torch.Tensor:
+    cta = torch.arange(clusters * P, dtype=torch.int64).view(clusters, P)
+    source = (cta.roll(-1, dims=1).reshape(-1, 1) * 1000003 + torch.arange(words)) % 2**32
+    return source.reshape(-1)
+
+
+@pytest.mark.parametrize("P", [2, 4, 8])
+def test_cluster_exchange_with_more_than_48kb(exchange, P):
+    if gpu_info(0).capability < (9, 0):
+        pytest.skip("clusters need sm_90")
+    words = 64 * 1024 // 4 + 7  # 64 KB + 28 B per CTA: above the 48 KB default limit
+    clusters = 33
+    out = torch.full((clusters * P * words,), -1, dtype=torch.int32, device="cuda")
+    exchange.launch(clusters * P, 256, out, words, cluster=P, smem=words * 4)
+    torch.cuda.synchronize()
+    got = out.cpu().to(torch.int64) % 2**32
+    assert torch.equal(got, expected(clusters, P, words))
+
+
+def test_non_portable_cluster_of_16(exchange):
+    if gpu_info(0).capability < (9, 0):
+        pytest.skip("clusters need sm_90")
+    words = 1024
+    if exchange.max_active_clusters(16, 128, words * 4) < 1:
+        pytest.skip("this GPU cannot hold a 16-CTA cluster")
+    out = torch.full((2 * 16 * words,), -1, dtype=torch.int32, device="cuda")
+    exchange.launch(32, 128, out, words, cluster=16, smem=words * 4)
+    torch.cuda.synchronize()
+    assert torch.equal(out.cpu().to(torch.int64) % 2**32, expected(2, 16, words))
+
+
+def test_launch_runs_on_torchs_current_stream(exchange):
+    words, P = 256, 2
+    out = torch.full((4 * words,), -1, dtype=torch.int32, device="cuda")
+    side = torch.cuda.Stream()
+    with torch.cuda.stream(side):
+        torch.cuda._sleep(50_000_000)  # keep the stream busy so ordering matters
+        exchange.launch(2 * P, 128, out, words, cluster=P, smem=words * 4)
+        snapshot = out.clone()  # same stream: must see the kernel's writes
+    side.synchronize()
+    assert torch.equal(snapshot, out) and (out != -1).all()
+
+
+def test_too_much_shared_memory_is_refused_before_the_driver(exchange):
+    limit = gpu_info(0).smem_per_block_optin
+    out = torch.empty(16, dtype=torch.int32, device="cuda")
+    with pytest.raises(UnsupportedDeviceError, match="at most"):
+        exchange.launch(2, 128, out, 4, cluster=2, smem=limit + 1024)
+
+
+def test_bad_arguments_name_the_problem(exchange):
+    out = torch.empty(16, dtype=torch.int32, device="cuda")
+    with pytest.raises(InvalidArgumentError, match="takes 2 arguments"):
+        exchange.launch(2, 128, out, cluster=2)
+    with pytest.raises(InvalidArgumentError, match="multiple of cluster size"):
+        exchange.launch(3, 128, out, 4, cluster=2)
+    with pytest.raises(InvalidArgumentError, match=r"\(i32\) must be a scalar"):
+        exchange.launch(2, 128, out, out, cluster=2)
+    with pytest.raises(UnsupportedDeviceError, match="hardware maximum"):
+        exchange.launch(32, 128, out, 4, cluster=32)
+
+
+def test_tensor_checks():
+    x = torch.zeros(8, 8, device="cuda")
+    assert check_tensor("x", x, dtype=torch.float32, shape=(8, None)) is x
+    with pytest.raises(InvalidArgumentError, match="x has dtype float32; allowed: float16"):
+        check_tensor("x", x, dtype=torch.float16)
+    with pytest.raises(InvalidArgumentError, match="x must be contiguous"):
+        check_tensor("x", x.t())
+    with pytest.raises(InvalidArgumentError, match="16-byte aligned"):
+        check_tensor("x", x.view(-1)[1:])
+    with pytest.raises(InvalidArgumentError, match=r"shape \(4, \*\)"):
+        check_tensor("x", x, shape=(4, None))
+    with pytest.raises(InvalidArgumentError, match="CUDA device"):
+        check_tensor("x", x.cpu())
