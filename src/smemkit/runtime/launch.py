@@ -37,14 +37,17 @@ SCALAR_TYPES: dict[str, type] = {
 PARAM_KINDS = ("ptr", *SCALAR_TYPES)
 
 
-class _TorchStream:
-    """Hands torch's current stream to cuda.core through the ``__cuda_stream__`` protocol."""
+_STREAMS: dict[int, object] = {}
 
-    def __init__(self, stream: torch.cuda.Stream) -> None:
-        self._stream = stream
 
-    def __cuda_stream__(self) -> tuple[int, int]:
-        return (0, int(self._stream.cuda_stream))
+def _cuda_core_stream(stream: torch.cuda.Stream):
+    """A cuda.core view of a torch stream (cached by handle; torch owns the stream)."""
+    from cuda.core import Stream
+
+    handle = int(stream.cuda_stream)
+    if handle not in _STREAMS:
+        _STREAMS[handle] = Stream.from_handle(handle)
+    return _STREAMS[handle]
 
 
 @dataclass
@@ -202,7 +205,7 @@ class Kernel:
         else:
             config = LaunchConfig(grid=grid3, block=block, shmem_size=smem)
         torch_stream = stream if stream is not None else torch.cuda.current_stream(device_index)
-        cuda_launch(_TorchStream(torch_stream), config, handle, *packed)
+        cuda_launch(_cuda_core_stream(torch_stream), config, handle, *packed)
 
     def max_active_clusters(self, cluster: int, block: int, smem: int) -> int:
         """How many clusters of ``cluster`` CTAs can be resident at once (driver occupancy)."""
