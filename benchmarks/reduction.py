@@ -1,0 +1,156 @@
+"""Time every reduction-reuse variant and baseline on the current GPU (SPEC §1, issue 3).
+
+    python benchmarks/reduction.py --out benchmarks/results/h200/reduction.json
+
+Per (workload, M, N): torch eager, torch.compile (default and max-autotune-no-cudagraphs),
+the hand-written autotuned Triton kernel, and every legal smemkit variant (staged, reread,
+cluster P = 2/4/8/16). CUDA events after warm-up, median of --reps (>= 20); compilation and
+autotuning happen in the warm-up, outside the timing. Each record carries the relative error
+against the float64 reference of the spec (rows of the same inputs).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from pathlib import Path
+
+import torch
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from smemkit.errors import UnsupportedDeviceError  # noqa: E402
+from smemkit.hw.environment import device_block  # noqa: E402
+from smemkit.reduction import BUILTIN, reference, run  # noqa: E402
+from smemkit.reduction.eager import EAGER  # noqa: E402
+from smemkit.reduction.reference import relative_error  # noqa: E402
+from smemkit.reduction.workloads import example_inputs  # noqa: E402
+from smemkit.runtime.timing import time_gpu  # noqa: E402
+
+WIDTHS = (4096, 8192, 16384, 32768, 65536)
+ROWS = {"layernorm_bwd": 2048}
+DEFAULT_ROWS = 4096
+OURS = [("staged", None), ("reread", None), ("cluster", 2), ("cluster", 4), ("cluster", 8),
+        ("cluster", 16)]
+
+
+def error_of(name: str, got: dict, want: dict) -> float:
+    """Worst relative error over float outputs; int8 codes count as error max|diff|/127."""
+    worst = 0.0
+    for key, ref in want.items():
+        g = got[key]
+        if g.dtype == torch.int8:
+            worst = max(worst, float((g.double() - ref).abs().max()) / 127)
+        else:
+            worst = max(worst, relative_error(g, ref))
+    return worst
+
+
+def baselines(methods: set[str]) -> dict[str, dict]:
+    """Callables per baseline method and workload: f(tensors, scalars) -> outputs."""
+    found: dict[str, dict] = {}
+    if "eager" in methods:
+        found["eager"] = EAGER
+    if "compile" in methods:
+        found["compile"] = {n: torch.compile(f, dynamic=False) for n, f in EAGER.items()}
+    if "compile_max" in methods:
+        found["compile_max"] = {n: torch.compile(f, dynamic=False, mode="max-autotune-no-cudagraphs")
+                                for n, f in EAGER.items()}
+    if "triton" in methods:
+        from triton_baselines import TRITON
+
+        found["triton"] = TRITON
+    return found
+
+
+def bench_shape(name: str, M: int, N: int, methods: set[str], table: dict, reps: int) -> list[dict]:
+    spec = BUILTIN[name]
+    tensors, scalars = example_inputs(name, M, N, device="cuda")
+    want = reference(spec, tensors, scalars)
+    compulsory = spec.bytes().compulsory * M * N
+    records = []
+
+    def record(method: str, P: int, fn) -> None:
+        t0 = time.perf_counter()
+        try:
+            got = fn()
+            torch.cuda.synchronize()
+        except UnsupportedDeviceError as exc:
+            records.append({"workload": name, "M": M, "N": N, "variant": method, "P": P,
+                            "ms": None, "eff_tbps": None, "rel_err": None, "illegal": str(exc)})
+            return
+        first_s = time.perf_counter() - t0
+        err = error_of(name, got, want)
+        timing = time_gpu(fn, warmup=5, reps=reps)
+        records.append({
+            "workload": name, "M": M, "N": N, "variant": method, "P": P,
+            "ms": timing.median_ms, "p20_ms": timing.p20_ms, "p80_ms": timing.p80_ms,
+            "eff_tbps": compulsory / (timing.median_ms * 1e-3) / 1e12, "rel_err": err,
+            "first_call_s": first_s,
+        })
+
+    for method, fns in table.items():
+        record(method, 1, lambda f=fns[name]: f(tensors, scalars))
+    for variant, P in OURS:
+        if variant in methods:
+            record(variant, P or 1,
+                   lambda v=variant, p=P: run(spec, tensors, scalars, variant=v, cluster_size=p))
+    return records
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--out", type=Path, required=True)
+    parser.add_argument("--workloads", nargs="+", default=sorted(BUILTIN))
+    parser.add_argument("--widths", nargs="+", type=int, default=list(WIDTHS))
+    parser.add_argument("--methods", nargs="+",
+                        default=["eager", "compile", "compile_max", "triton", "staged", "reread",
+                                 "cluster"])
+    parser.add_argument("--reps", type=int, default=30)
+    args = parser.parse_args()
+    if args.reps < 20:
+        parser.error("--reps must be at least 20")
+    methods = set(args.methods)
+    table = baselines(methods)
+    records: list[dict] = []
+    result = {"device": device_block(), "command": " ".join(sys.argv), "records": records}
+    for name in args.workloads:
+        for N in args.widths:
+            M = ROWS.get(name, DEFAULT_ROWS)
+            records += bench_shape(name, M, N, methods, table, args.reps)
+            torch.cuda.empty_cache()
+            args.out.parent.mkdir(parents=True, exist_ok=True)
+            args.out.write_text(json.dumps(result, indent=1) + "\n")  # partial results survive
+            best = max((r for r in records if r["N"] == N and r["workload"] == name and r["ms"]),
+                       key=lambda r: r["eff_tbps"])
+            print(f"{name:14s} N={N:6d} best {best['variant']}{best['P']:>3d} "
+                  f"{best['eff_tbps']:.2f} TB/s", flush=True)
+    print_table(records)
+    return 0
+
+
+def print_table(records: list[dict]) -> None:
+    """TB/s per method (columns) per (workload, N) (rows); '-' where illegal."""
+    cols: list[str] = []
+    for r in records:
+        key = r["variant"] + (f"{r['P']}" if r["variant"] == "cluster" else "")
+        if key not in cols:
+            cols.append(key)
+    print("workload        N      " + " ".join(f"{c:>10s}" for c in cols))
+    rows: dict[tuple, dict] = {}
+    for r in records:
+        key = r["variant"] + (f"{r['P']}" if r["variant"] == "cluster" else "")
+        rows.setdefault((r["workload"], r["N"]), {})[key] = r
+    for (name, N), by in rows.items():
+        cells = []
+        for c in cols:
+            r = by.get(c)
+            ok = r and r["ms"] and r["rel_err"] is not None and r["rel_err"] < 1e-4
+            cells.append(f"{r['eff_tbps']:10.2f}" if ok else f"{'-' if not r or not r['ms'] else 'ERR':>10s}")
+        print(f"{name:14s} {N:6d} " + " ".join(cells))
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,120 @@
+"""Public reduction-reuse ops on torch tensors, and the rule that picks a variant.
+
+Until the profitability model (CREDIT §III-D) lands, :func:`choose_variant` uses a simple rule
+from measured behaviour: stage the row in one CTA when it fits, else split it over the smallest
+cluster whose slices fit, else re-read global memory. ``variant=``/``cluster_size=`` override it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+import torch
+
+from smemkit.errors import InvalidArgumentError
+from smemkit.reduction.codegen import VARIANTS, Variant
+from smemkit.reduction.kernels import CLUSTER_SIZES, launch, legality, prepare
+from smemkit.reduction.spec import ReductionSpec
+from smemkit.reduction.workloads import BUILTIN
+
+# Slices at or below this many bytes of shared memory per CTA leave room for three CTAs per SM.
+PREFERRED_SLICE_BYTES = 72 * 1024
+
+
+def legal_variants(spec: ReductionSpec, N: int, smem_limit: int, max_cluster: int) -> list[Variant]:
+    """Every variant that can run at width N on a GPU with these limits."""
+    candidates = [Variant("staged"), Variant("reread")]
+    candidates += [Variant("cluster", P) for P in CLUSTER_SIZES]
+    return [v for v in candidates if legality(spec, v, N, smem_limit, max_cluster) is None]
+
+
+def choose_variant(spec: ReductionSpec, N: int, smem_limit: int, max_cluster: int) -> Variant:
+    """The default variant for width N (see the module docstring)."""
+    from smemkit.reduction.kernels import smem_per_cta
+
+    legal = legal_variants(spec, N, smem_limit, max_cluster)
+    for v in legal:
+        if v.kind == "staged" and smem_per_cta(spec, v, N) <= PREFERRED_SLICE_BYTES:
+            return v
+    for v in legal:
+        if v.kind == "cluster" and smem_per_cta(spec, v, N) <= PREFERRED_SLICE_BYTES:
+            return v
+    return next((v for v in legal if v.kind == "staged"), Variant("reread"))
+
+
+def resolve_variant(spec: ReductionSpec, N: int, device: torch.device, variant: str | None,
+                    cluster_size: int | None) -> Variant:
+    from smemkit.runtime.device import gpu_info
+
+    info = gpu_info(device.index if device.index is not None else torch.cuda.current_device())
+    max_cluster = 16 if info.supports_clusters else 1
+    if variant is None and cluster_size is None:
+        return choose_variant(spec, N, info.smem_per_block_optin, max_cluster)
+    kind = variant or "cluster"
+    if kind not in VARIANTS:
+        raise InvalidArgumentError(f"variant {kind!r}; allowed: {', '.join(VARIANTS)}")
+    if kind == "cluster":
+        P = cluster_size or 8
+        if P not in CLUSTER_SIZES:
+            raise InvalidArgumentError(f"cluster_size {P}; allowed: {CLUSTER_SIZES}")
+        return Variant("cluster", P)
+    if cluster_size not in (None, 1):
+        raise InvalidArgumentError(f"cluster_size={cluster_size} only applies to variant='cluster'")
+    return Variant(kind)
+
+
+def run(spec: ReductionSpec, tensors: Mapping[str, torch.Tensor], scalars: Mapping[str, float] | None = None,
+        *, variant: str | None = None, cluster_size: int | None = None,
+        out: Mapping[str, torch.Tensor] | None = None) -> dict[str, torch.Tensor]:
+    """Run any spec (built-in or user-written) and return its outputs by name."""
+    prepared = prepare(spec, tensors, scalars or {}, out)
+    device = next(iter(prepared.outputs.values())).device
+    chosen = resolve_variant(spec, prepared.N, device, variant, cluster_size)
+    launch(spec, chosen, prepared)
+    return prepared.outputs
+
+
+def layernorm_bwd(x: torch.Tensor, dy: torch.Tensor, gamma: torch.Tensor, *, eps: float = 1e-5,
+                  variant: str | None = None, cluster_size: int | None = None) -> torch.Tensor:
+    """dx of LayerNorm over the last dimension of (M, N) x, statistics recomputed from x."""
+    return run(BUILTIN["layernorm_bwd"], {"x": x, "dy": dy, "gamma": gamma}, {"eps": eps},
+               variant=variant, cluster_size=cluster_size)["dx"]
+
+
+def wvar_bwd(x: torch.Tensor, w: torch.Tensor, dy: torch.Tensor, *, eps: float = 1e-5,
+             variant: str | None = None, cluster_size: int | None = None) -> torch.Tensor:
+    """dx of the weighted standardisation (x - mu_w) * r_w, row-wise."""
+    return run(BUILTIN["wvar_bwd"], {"x": x, "w": w, "dy": dy}, {"eps": eps},
+               variant=variant, cluster_size=cluster_size)["dx"]
+
+
+def pearson_bwd(x: torch.Tensor, y: torch.Tensor, g: torch.Tensor, *, variant: str | None = None,
+                cluster_size: int | None = None) -> tuple[torch.Tensor, torch.Tensor]:
+    """(dx, dy) of g[row] * pearson_r(x[row], y[row])."""
+    res = run(BUILTIN["pearson_bwd"], {"x": x, "y": y, "g": g}, variant=variant,
+              cluster_size=cluster_size)
+    return res["dx"], res["dy"]
+
+
+def softmax_bwd(z: torch.Tensor, dy: torch.Tensor, *, variant: str | None = None,
+                cluster_size: int | None = None) -> torch.Tensor:
+    """dz of softmax over the last dimension, p recomputed from the logits z."""
+    return run(BUILTIN["softmax_bwd"], {"z": z, "dy": dy}, variant=variant,
+               cluster_size=cluster_size)["dz"]
+
+
+def lars(w: torch.Tensor, g: torch.Tensor, v: torch.Tensor, *, lr: float, momentum: float,
+         weight_decay: float, eta: float, variant: str | None = None,
+         cluster_size: int | None = None) -> tuple[torch.Tensor, torch.Tensor]:
+    """One LARS step per row: returns (w_new, v_new)."""
+    res = run(BUILTIN["lars"], {"w": w, "g": g, "v": v},
+              {"lr": lr, "momentum": momentum, "weight_decay": weight_decay, "eta": eta},
+              variant=variant, cluster_size=cluster_size)
+    return res["w_new"], res["v_new"]
+
+
+def quant_int8(x: torch.Tensor, *, variant: str | None = None,
+               cluster_size: int | None = None) -> tuple[torch.Tensor, torch.Tensor]:
+    """Row-wise symmetric int8 quantisation: returns (q int8 (M, N), scale float32 (M,))."""
+    res = run(BUILTIN["quant_int8"], {"x": x}, variant=variant, cluster_size=cluster_size)
+    return res["q"], res["scale"]

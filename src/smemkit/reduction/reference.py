@@ -1,0 +1,85 @@
+"""The float64 reference of a spec, evaluated with torch (on whatever device the inputs are)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+import torch
+
+from smemkit.errors import InvalidArgumentError
+from smemkit.reduction import expr
+from smemkit.reduction.spec import ReductionSpec
+
+_REDUCE = {"sum": torch.sum, "max": torch.amax, "min": torch.amin}
+
+
+def reference(
+    spec: ReductionSpec, tensors: Mapping[str, torch.Tensor], scalars: Mapping[str, float]
+) -> dict[str, torch.Tensor]:
+    """Outputs (M, N) and row outputs (M,) in float64; int8 outputs as their float code values."""
+    x0 = tensors[spec.inputs[0]]
+    if x0.dim() != 2:
+        raise InvalidArgumentError(f"{spec.inputs[0]} must be 2-D (M, N), got {tuple(x0.shape)}")
+    M, N = x0.shape
+    env: dict[str, object] = {"N": float(N)}
+    for name in spec.inputs:
+        env[name] = tensors[name].to(torch.float64)
+    for name in spec.columns:
+        env[name] = tensors[name].to(torch.float64).reshape(1, N)
+    for name in spec.row_inputs:
+        env[name] = tensors[name].to(torch.float64).reshape(M, 1)
+    for name, default in spec.scalars:
+        value = scalars.get(name, default)
+        if value is None:
+            raise InvalidArgumentError(f"{spec.name} needs the scalar {name!r}")
+        env[name] = float(value)
+    lets = dict(spec.lets)
+
+    def value(text: str) -> torch.Tensor:
+        for let in spec.let_closure(text):
+            if let not in env:
+                env[let] = expr.evaluate(lets[let], env)
+        return expr.evaluate(text, env)
+
+    for stage in spec.stages:
+        for stat in stage.stats:
+            per_element = value(stat.expr).expand(M, N)
+            env[stat.name] = _REDUCE[stat.op](per_element, dim=1, keepdim=True)
+        for let in spec.lets:  # lets depending on this stage's values are recomputed later
+            env.pop(let[0], None)
+        for name, text in stage.derive:
+            env[name] = expr.evaluate(text, env)
+    result: dict[str, torch.Tensor] = {}
+    for out in spec.outputs:
+        env[out.name] = value(out.expr).expand(M, N)
+        result[out.name] = env[out.name]
+    for name, text in spec.row_outputs:
+        result[name] = expr.evaluate(text, env).expand(M, 1).reshape(M)
+    return result
+
+
+def relative_error(got: torch.Tensor, ref: torch.Tensor) -> float:
+    """‖got − ref‖ / ‖ref‖ over the elements where the reference is finite.
+
+    Non-finite reference elements are compared separately by :func:`nonfinite_mismatches`;
+    a non-finite ``got`` where the reference is finite makes the error infinite.
+    """
+    ref = ref.to(torch.float64)
+    got = got.to(ref.device, torch.float64)
+    finite = torch.isfinite(ref)
+    if not bool(torch.isfinite(got[finite]).all()):
+        return float("inf")
+    diff = torch.linalg.vector_norm(got[finite] - ref[finite])
+    scale = torch.linalg.vector_norm(ref[finite])
+    if scale == 0:
+        return float(diff)
+    return float(diff / scale)
+
+
+def nonfinite_mismatches(got: torch.Tensor, ref: torch.Tensor) -> int:
+    """Elements where the reference is NaN or ±inf and ``got`` is not the same."""
+    ref = ref.to(torch.float64)
+    got = got.to(ref.device, torch.float64)
+    nan_bad = torch.isnan(ref) != torch.isnan(got)
+    inf_bad = torch.isinf(ref) & (got != ref)
+    return int((nan_bad | inf_bad).sum())

@@ -1,0 +1,109 @@
+// smemkit/reduce_reuse.cuh: device helpers shared by the generated reduction-reuse kernels
+// (smemkit.reduction.codegen). A generated kernel defines its workload's expressions and calls
+// these for slicing, staging, block reduction and the one-way cluster exchange.
+#pragma once
+#include <smemkit/ptx.cuh>
+
+namespace smemkit {
+
+// ---- arithmetic with torch's semantics ----------------------------------------------------
+// max/min that propagate NaN (fmaxf/fminf would drop it), as torch.maximum/amax do.
+__device__ __forceinline__ float nan_max(float a, float b) { return (a > b || a != a) ? a : b; }
+__device__ __forceinline__ float nan_min(float a, float b) { return (a < b || a != a) ? a : b; }
+// 1/sqrt correctly rounded enough for 1e-5 relative accuracy (rsqrtf is ~2 ulp, fine too, but
+// sqrt + div keeps inf/0 behaviour identical to the reference).
+__device__ __forceinline__ float rsqrt_ieee(float x) { return 1.0f / sqrtf(x); }
+
+struct OpSum {
+  static __device__ __forceinline__ float identity() { return 0.0f; }
+  static __device__ __forceinline__ float apply(float a, float b) { return a + b; }
+};
+struct OpMax {
+  static __device__ __forceinline__ float identity() { return -__int_as_float(0x7f800000); }
+  static __device__ __forceinline__ float apply(float a, float b) { return nan_max(a, b); }
+};
+struct OpMin {
+  static __device__ __forceinline__ float identity() { return __int_as_float(0x7f800000); }
+  static __device__ __forceinline__ float apply(float a, float b) { return nan_min(a, b); }
+};
+
+// Butterfly over the warp: every lane ends with the same, order-fixed result.
+template <class Op>
+__device__ __forceinline__ float warp_reduce(float v) {
+#pragma unroll
+  for (int offset = 16; offset > 0; offset >>= 1) v = Op::apply(v, __shfl_xor_sync(0xffffffffu, v, offset));
+  return v;
+}
+
+// ---- row slicing ----------------------------------------------------------------------------
+// CTA `rank` of P owns row columns [lo, hi); data is handled in 16-byte vectors of the flat
+// (row-major) array, so a slice covers flat vectors [v0, v1) whose first and last may be partial.
+struct Slice {
+  long long row_start;  // flat index of column 0 of this row
+  int lo, hi;           // columns owned by this CTA
+  long long v0;         // first flat vector index touched
+  int nvec;             // vectors touched
+  long long full0;      // first fully owned vector (flat vector index)
+  int nfull;            // fully owned vectors (contiguous, 16-byte aligned): the bulk-copy range
+};
+
+__device__ __forceinline__ Slice make_slice(int row, int N, int rank, int P) {
+  Slice s;
+  const int per = ((N + P - 1) / P + 3) & ~3;  // multiple of 4 columns per CTA
+  s.row_start = static_cast<long long>(row) * N;
+  s.lo = min(N, rank * per);
+  s.hi = min(N, s.lo + per);
+  const long long f_lo = s.row_start + s.lo, f_hi = s.row_start + s.hi;
+  s.v0 = f_lo >> 2;
+  s.nvec = s.hi > s.lo ? static_cast<int>(((f_hi + 3) >> 2) - s.v0) : 0;
+  s.full0 = (f_lo + 3) >> 2;
+  const long long full1 = f_hi >> 2;
+  s.nfull = full1 > s.full0 ? static_cast<int>(full1 - s.full0) : 0;
+  return s;
+}
+
+// Load the partial vectors of an input's slice (at most one at each end) into shared memory laid
+// out by flat vector (smem vector i holds flat vector s.v0 + i), zero outside the slice. The
+// fully owned vectors between them are bulk-copied (stage_full_vectors). Uses threads 32..39.
+__device__ __forceinline__ void stage_partial_vectors(float4* dst, const float* __restrict__ src,
+                                                      const Slice& s) {
+  const int e = static_cast<int>(threadIdx.x) - 32;
+  if (e < 0 || e >= 8 || s.nvec == 0) return;
+  const int which = e >> 2, lane = e & 3;
+  const int i = which == 0 ? 0 : s.nvec - 1;
+  if (which == 1 && i == 0) return;  // a single vector is handled once, by which == 0
+  const long long v = s.v0 + i;
+  if (v >= s.full0 && v < s.full0 + s.nfull) return;  // full: the bulk copy brings it
+  const long long f = 4 * v + lane;
+  const long long f_lo = s.row_start + s.lo, f_hi = s.row_start + s.hi;
+  reinterpret_cast<float*>(dst + i)[lane] = (f >= f_lo && f < f_hi) ? src[f] : 0.0f;
+}
+
+// Thread 0 issues the bulk copy of the fully owned, 16-byte aligned vectors of the slice.
+__device__ __forceinline__ void stage_full_vectors(float4* dst, const float* __restrict__ src,
+                                                   const Slice& s, u32 bar) {
+  if (threadIdx.x == 0 && s.nfull > 0) {
+    cp_async_bulk_g2s(smem_u32(dst + (s.full0 - s.v0)), src + 4 * s.full0,
+                      static_cast<u32>(s.nfull) * 16u, bar);
+  }
+}
+
+// A vector of an input read straight from global memory (the re-read variant): one 16-byte
+// load when the slice owns all four lanes, guarded scalar loads otherwise (never out of bounds).
+__device__ __forceinline__ float4 load_vector(const float* __restrict__ src, long long v, const Slice& s) {
+  if (v >= s.full0 && v < s.full0 + s.nfull) return __ldg(reinterpret_cast<const float4*>(src) + v);
+  const long long f_lo = s.row_start + s.lo, f_hi = s.row_start + s.hi;
+  float r[4];
+#pragma unroll
+  for (int k = 0; k < 4; ++k) {
+    const long long f = 4 * v + k;
+    r[k] = (f >= f_lo && f < f_hi) ? __ldg(src + f) : 0.0f;
+  }
+  return make_float4(r[0], r[1], r[2], r[3]);
+}
+
+__device__ __forceinline__ bool owns_vector(long long v, const Slice& s) {
+  return v >= s.full0 && v < s.full0 + s.nfull;
+}
+
+}  // namespace smemkit

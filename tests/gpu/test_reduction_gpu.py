@@ -1,0 +1,120 @@
+"""Every variant of every built-in workload against the float64 reference, on the GPU.
+
+Fresh random inputs per case, outputs poisoned before each run, awkward widths, M = 1, rows of
+zeros, inf and NaN, and bitwise repeatability. Variants that cannot run at a width must raise
+UnsupportedDeviceError (never return a wrong answer).
+"""
+
+import pytest
+import torch
+from handwritten_reference import make_inputs
+
+from smemkit.errors import UnsupportedDeviceError
+from smemkit.reduction import BUILTIN, reference, run
+from smemkit.reduction.reference import nonfinite_mismatches, relative_error
+
+pytestmark = pytest.mark.gpu
+
+VARIANTS = [("staged", None), ("reread", None), ("cluster", 2), ("cluster", 4), ("cluster", 8),
+            ("cluster", 16)]
+WIDTHS = [4096, 8192, 16384, 32768, 65536, 1, 31, 1000, 4097, 65535, 98304]
+SEEDS = iter(range(10**6))
+
+
+def poisoned_outputs(name, M, N):
+    out = {}
+    for o in BUILTIN[name].outputs:
+        if o.dtype == "int8":
+            out[o.name] = torch.full((M, N), -128, dtype=torch.int8, device="cuda")
+        else:
+            out[o.name] = torch.full((M, N), float("nan"), device="cuda")
+    for n, _ in BUILTIN[name].row_outputs:
+        out[n] = torch.full((M,), float("nan"), device="cuda")
+    return out
+
+
+def check(name, got, want):
+    for key, ref in want.items():
+        g = got[key]
+        if g.dtype == torch.int8:
+            assert int((g.to(torch.float64).cpu() - ref.cpu()).abs().max()) <= 1, f"{key} codes"
+            continue
+        tol = 1e-6 if key == "scale" else 1e-5
+        assert nonfinite_mismatches(g, ref) == 0, f"{key}: non-finite elements differ"
+        err = relative_error(g, ref)
+        assert err <= tol, f"{key}: relative error {err:.3g} > {tol}"
+
+
+def run_case(name, M, N, variant, P, tensors=None, scalars=None):
+    if tensors is None:
+        gen = torch.Generator().manual_seed(next(SEEDS))
+        tensors, scalars = make_inputs(name, M, N, device="cuda", generator=gen)
+    out = poisoned_outputs(name, M, N)
+    got = run(BUILTIN[name], tensors, scalars, variant=variant, cluster_size=P, out=out)
+    torch.cuda.synchronize()
+    return tensors, scalars, got
+
+
+@pytest.mark.parametrize("variant,P", VARIANTS, ids=lambda v: str(v))
+@pytest.mark.parametrize("name", sorted(BUILTIN))
+def test_every_variant_every_width(name, variant, P):
+    ran = 0
+    for N in WIDTHS:
+        M = 3 if N > 1 else 5
+        try:
+            tensors, scalars, got = run_case(name, M, N, variant, P)
+        except UnsupportedDeviceError as exc:
+            assert "cannot run" in str(exc)
+            continue
+        check(name, got, reference(BUILTIN[name], tensors, scalars))
+        ran += 1
+    assert ran >= 5, "a variant should run on most widths"
+
+
+@pytest.mark.parametrize("variant,P", VARIANTS, ids=lambda v: str(v))
+@pytest.mark.parametrize("name", sorted(BUILTIN))
+def test_single_row_and_special_rows(name, variant, P):
+    N = 4099
+    try:
+        run_case(name, 1, N, variant, P)
+    except UnsupportedDeviceError:
+        pytest.skip("variant illegal at this width")
+    tensors, scalars = make_inputs(name, 4, N, device="cuda",
+                                   generator=torch.Generator().manual_seed(next(SEEDS)))
+    first = BUILTIN[name].inputs[0]
+    for n in BUILTIN[name].inputs:
+        tensors[n][0] = 0.0
+    tensors[first][1, 17] = float("nan")
+    tensors[first][2, N - 1] = float("inf")
+    tensors[first][3, 5] = float("-inf")
+    _, _, got = run_case(name, 4, N, variant, P, tensors, scalars)
+    check(name, got, reference(BUILTIN[name], tensors, scalars))
+    _, _, again = run_case(name, 4, N, variant, P, tensors, scalars)
+    for key in got:
+        a, b = got[key], again[key]
+        assert torch.equal(a.view(torch.uint8), b.view(torch.uint8)), f"{key} not bitwise repeatable"
+
+
+def test_default_dispatch_runs_and_is_correct():
+    for name in sorted(BUILTIN):
+        tensors, scalars = make_inputs(name, 8, 65536, device="cuda",
+                                       generator=torch.Generator().manual_seed(next(SEEDS)))
+        got = run(BUILTIN[name], tensors, scalars)
+        check(name, got, reference(BUILTIN[name], tensors, scalars))
+
+
+def test_bad_inputs_are_named():
+    from smemkit.errors import InvalidArgumentError
+    from smemkit.reduction import layernorm_bwd
+
+    x = torch.randn(4, 256, device="cuda")
+    dy = torch.randn(4, 256, device="cuda")
+    gamma = torch.randn(256, device="cuda")
+    with pytest.raises(InvalidArgumentError, match="dy has dtype float16"):
+        layernorm_bwd(x, dy.half(), gamma)
+    with pytest.raises(InvalidArgumentError, match=r"gamma must have shape \(256,\)"):
+        layernorm_bwd(x, dy, gamma[:128])
+    with pytest.raises(InvalidArgumentError, match="x must be contiguous"):
+        layernorm_bwd(x.t().contiguous().t(), dy, gamma)
+    with pytest.raises(InvalidArgumentError, match="cluster_size 3"):
+        layernorm_bwd(x, dy, gamma, variant="cluster", cluster_size=3)
