@@ -67,7 +67,7 @@ def cap_vectors(N: int, P: int) -> int:
 def dynamic_smem_bytes(spec: ReductionSpec, variant: Variant, N: int) -> int:
     if not variant.staged:
         return 0
-    return len(spec.staged_inputs()) * cap_vectors(N, variant.P) * 16
+    return len(spec.staged_inputs) * cap_vectors(N, variant.P) * 16
 
 
 def _rename(spec: ReductionSpec) -> dict[str, str]:
@@ -79,7 +79,7 @@ def generate(spec: ReductionSpec, variant: Variant) -> str:
     if variant.kind not in VARIANTS:
         raise ValueError(f"variant kind {variant.kind!r}; allowed: {VARIANTS}")
     P, T = variant.P, variant.threads
-    staged = spec.staged_inputs() if variant.staged else []
+    staged = spec.staged_inputs if variant.staged else []
     rename = _rename(spec)
     lets = dict(spec.lets)
     q = [len(s.stats) for s in spec.stages]
@@ -105,7 +105,8 @@ def generate(spec: ReductionSpec, variant: Variant) -> str:
                for o in spec.outputs]
     params += [f"float* __restrict__ p_{n}" for n, _ in spec.row_outputs]
     params += [f"const float {n}" for n in spec.scalar_names] + ["const int M", "const int N"]
-    w(f'extern "C" __global__ void __launch_bounds__(THREADS) {kernel_name(spec, variant)}(')
+    w(f'extern "C" __global__ void __launch_bounds__(THREADS, {2 if variant.kind == "reread" else 1}) '
+      f'{kernel_name(spec, variant)}(')
     w("    " + ",\n    ".join(params) + ") {")
     w("  extern __shared__ __align__(128) float4 stage_buf[];")
     w(f"  __shared__ __align__(8) u64 bars[{1 + len(q)}];  // [0] staging, [1 + l] exchange of stage l")
@@ -142,36 +143,66 @@ def generate(spec: ReductionSpec, variant: Variant) -> str:
         w("  __syncthreads();")
         w("  mbarrier_wait_parity(smem_u32(&bars[0]), 0);")
 
-    def element_loop(texts: list[str], body: list[str], header: list[str] | None = None,
+    row_names = {*spec.row_inputs, *spec.scalar_names, "N"}
+    hoisted: dict[str, str] = {}
+    rcp_counter = [0]
+
+    def hoist(text: str) -> str:
+        """Per-row divisions become multiplies by reciprocals declared before the loop."""
+        before = set(hoisted)
+        rewritten = expr.hoist_row_divisions(text, row_names, rcp_counter, hoisted)
+        for name in hoisted.keys() - before:
+            w(f"  const float {name} = 1.0f / {expr.to_cuda(hoisted[name], rename)};")
+        return rewritten
+
+    def element_loop(texts: list[str], body, header: list[str] | None = None,
                      footer: list[str] | None = None) -> None:
+        """Loop over the slice's vectors; ``body(masked)`` gives the per-element lines.
+
+        Vectors the slice owns entirely take an unmasked path (with 16-byte column loads when
+        the row start is 16-byte aligned); partial vectors take a masked one.
+        """
         used = spec.inputs_used(texts)
-        w("#pragma unroll 4" if not variant.staged else "#pragma unroll 2")
+        let_names = []
+        for t in texts:
+            let_names += [n for n in spec.let_closure(t) if n not in let_names]
+        let_code = [(n, expr.to_cuda(hoist(lets[n]), rename)) for n in let_names]
+        cols = [n for n in spec.columns
+                if any(n in expr.names(t) for t in texts) or any(n in expr.names(lets[x])
+                                                                   for x in let_names)]
+        w("#pragma unroll 2")
         w("  for (int _i = threadIdx.x; _i < _s.nvec; _i += THREADS) {")
         w("    const long long _v = _s.v0 + _i;")
         for n in used:
             src = f"s_{n}[_i]" if n in staged else f"load_vector(p_{n}, _v, _s)"
             w(f"    const float4 {n}4 = {src};")
             w(f"    const float {n}_a[4] = {{{n}4.x, {n}4.y, {n}4.z, {n}4.w}};")
+        w("    const bool _full = owns_vector(_v, _s);")
         for line in header or []:
             w("    " + line)
-        w("#pragma unroll")
-        w("    for (int _k = 0; _k < 4; ++_k) {")
-        w("      const int _col = static_cast<int>(4 * _v + _k - _s.row_start);")
-        w("      const bool _valid = _col >= _s.lo && _col < _s.hi;")
-        for n in used:
-            w(f"      const float {n} = {n}_a[_k];")
-        for n in spec.columns:
-            if any(n in expr.names(t) or any(n in expr.names(lets[x]) for x in spec.let_closure(t))
-                   for t in texts):
-                w(f"      const float {n} = _valid ? __ldg(p_{n} + _col) : 0.0f;")
-        emitted: set[str] = set()
-        for t in texts:
-            for let in spec.let_closure(t):
-                if let not in emitted:
-                    emitted.add(let)
-                    w(f"      const float {let} = {expr.to_cuda(lets[let], rename)};")
-        for line in body:
-            w("      " + line)
+        fast = "_full && (_s.row_start & 3) == 0" if cols else "_full"
+        for masked in (False, True):
+            w(f"    {'} else {' if masked else 'if (' + fast + ') {'}")
+            if not masked and cols:
+                w("      const int _col0 = static_cast<int>(4 * _v - _s.row_start);")
+                for n in cols:
+                    w(f"      const float4 {n}4 = __ldg(reinterpret_cast<const float4*>(p_{n} + _col0));")
+                    w(f"      const float {n}_a[4] = {{{n}4.x, {n}4.y, {n}4.z, {n}4.w}};")
+            w("#pragma unroll")
+            w("      for (int _k = 0; _k < 4; ++_k) {")
+            if masked:
+                w("        const int _col = static_cast<int>(4 * _v + _k - _s.row_start);")
+                w("        const bool _valid = _col >= _s.lo && _col < _s.hi;")
+            for n in used:
+                w(f"        const float {n} = {n}_a[_k];")
+            for n in cols:
+                w(f"        const float {n} = " + (f"_valid ? __ldg(p_{n} + _col) : 0.0f;"
+                                                   if masked else f"{n}_a[_k];"))
+            for name, code in let_code:
+                w(f"        const float {name} = {code};")
+            for line in body(masked):
+                w("        " + line)
+            w("      }")
         w("    }")
         for line in footer or []:
             w("    " + line)
@@ -183,11 +214,17 @@ def generate(spec: ReductionSpec, variant: Variant) -> str:
           + " ----")
         for j, st in enumerate(stage.stats):
             w(f"  float acc{li}_{j} = {OP_STRUCT[st.op]}::identity();")
-        element_loop(
-            [st.expr for st in stage.stats],
-            [f"acc{li}_{j} = _valid ? {OP_STRUCT[st.op]}::apply(acc{li}_{j}, "
-             f"{expr.to_cuda(st.expr, rename)}) : acc{li}_{j};" for j, st in enumerate(stage.stats)],
-        )
+        stat_code = [expr.to_cuda(hoist(st.expr), rename) for st in stage.stats]
+
+        def stat_body(masked: bool, stage=stage, li=li, stat_code=stat_code) -> list[str]:
+            lines = []
+            for j, st in enumerate(stage.stats):
+                update = f"{OP_STRUCT[st.op]}::apply(acc{li}_{j}, {stat_code[j]})"
+                lines.append(f"acc{li}_{j} = " + (f"_valid ? {update} : acc{li}_{j};" if masked
+                                                   else f"{update};"))
+            return lines
+
+        element_loop([st.expr for st in stage.stats], stat_body)
         for j, st in enumerate(stage.stats):
             w(f"  acc{li}_{j} = warp_reduce<{OP_STRUCT[st.op]}>(acc{li}_{j});")
         w("  if (_lane == 0) {")
@@ -228,19 +265,26 @@ def generate(spec: ReductionSpec, variant: Variant) -> str:
               f"slots[{off} + _c * {len(stage.stats)} + {j}]);")
         for name, text in stage.derive:
             w(f"  const float {name} = {expr.to_cuda(text, rename)};")
+        row_names.update(st.name for st in stage.stats)
+        row_names.update(name for name, _ in stage.derive)
 
     w("  // ---- outputs: every element reused from " + ("shared memory" if staged else "global memory")
       + " ----")
-    body: list[str] = []
+    out_code = [expr.to_cuda(hoist(o.expr), rename) for o in spec.outputs]
+
+    def output_body(masked: bool) -> list[str]:
+        lines = []
+        for o, code in zip(spec.outputs, out_code, strict=True):
+            lines.append(f"const float {o.name} = {code};")
+            value = (f"static_cast<signed char>(static_cast<int>({o.name}))" if o.dtype == "int8"
+                     else o.name)
+            lines.append(f"{o.name}_o[_k] = {value};")
+            if masked:
+                lines.append(f"if (_valid && !_full) p_{o.name}[4 * _v + _k] = {o.name}_o[_k];")
+        return lines
+
+    header: list[str] = []
     footer: list[str] = []
-    for o in spec.outputs:
-        body.append(f"const float {o.name} = {expr.to_cuda(o.expr, rename)};")
-        if o.dtype == "int8":
-            body.append(f"{o.name}_o[_k] = static_cast<signed char>(static_cast<int>({o.name}));")
-        else:
-            body.append(f"{o.name}_o[_k] = {o.name};")
-        body.append(f"if (_valid && !_full) p_{o.name}[4 * _v + _k] = {o.name}_o[_k];")
-    header = ["const bool _full = owns_vector(_v, _s);"]
     for o in spec.outputs:
         header.append(("signed char" if o.dtype == "int8" else "float") + f" {o.name}_o[4];")
         if o.dtype == "int8":
@@ -249,7 +293,7 @@ def generate(spec: ReductionSpec, variant: Variant) -> str:
         else:
             footer.append(f"if (_full) __stcs(reinterpret_cast<float4*>(p_{o.name}) + _v, make_float4("
                           f"{o.name}_o[0], {o.name}_o[1], {o.name}_o[2], {o.name}_o[3]));")
-    element_loop([o.expr for o in spec.outputs], body, header, footer)
+    element_loop([o.expr for o in spec.outputs], output_body, header, footer)
     if spec.row_outputs:
         w("  if (_rank == 0 && threadIdx.x == 0) {")
         for name, text in spec.row_outputs:

@@ -16,6 +16,7 @@ Names visible to expressions:
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import cached_property
 from typing import Literal
 
 from smemkit.errors import InvalidArgumentError
@@ -115,23 +116,26 @@ class ReductionSpec:
                 used |= expr.names(dict(self.lets)[let])
         return [n for n in self.inputs if n in used]
 
-    def pass_inputs(self) -> list[list[str]]:
+    @cached_property
+    def pass_inputs(self) -> tuple[tuple[str, ...], ...]:
         """Inputs read by each pass of the re-read kernel: one per stage, then the output pass."""
         passes = [self.inputs_used([s.expr for s in stage.stats]) for stage in self.stages]
         passes.append(self.inputs_used([o.expr for o in self.outputs]))
-        return passes
+        return tuple(tuple(p) for p in passes)
 
-    def staged_inputs(self) -> list[str]:
+    @cached_property
+    def staged_inputs(self) -> tuple[str, ...]:
         """Inputs read by two or more passes: what staged kernels keep in shared memory."""
-        counts = {n: sum(n in p for p in self.pass_inputs()) for n in self.inputs}
-        return [n for n in self.inputs if counts[n] >= 2]
+        counts = {n: sum(n in p for p in self.pass_inputs) for n in self.inputs}
+        return tuple(n for n in self.inputs if counts[n] >= 2)
 
+    @cached_property
     def bytes(self) -> ByteAccounting:
         out_bytes = sum(OUTPUT_BYTES[o.dtype] for o in self.outputs)
         return ByteAccounting(
             compulsory=INPUT_BYTES * len(self.inputs) + out_bytes,
-            keep=INPUT_BYTES * len(self.staged_inputs()),
-            baseline=INPUT_BYTES * sum(len(p) for p in self.pass_inputs()) + out_bytes,
+            keep=INPUT_BYTES * len(self.staged_inputs),
+            baseline=INPUT_BYTES * sum(len(p) for p in self.pass_inputs) + out_bytes,
             stats_per_stage=tuple(len(s.stats) for s in self.stages),
         )
 

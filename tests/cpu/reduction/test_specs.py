@@ -48,7 +48,7 @@ EXPECTED_BYTES = {  # compulsory, keep, baseline (one pass per stage + output pa
 
 @pytest.mark.parametrize("name", sorted(BUILTIN))
 def test_byte_accounting(name):
-    b = BUILTIN[name].bytes()
+    b = BUILTIN[name].bytes
     assert (b.compulsory, b.keep, b.baseline) == EXPECTED_BYTES[name]
     assert b.reread == b.baseline - b.compulsory
     assert b.stages == len(BUILTIN[name].stages)
@@ -58,7 +58,7 @@ def test_compulsory_bytes_match_spec_table():
     # SPEC §1 table, "compulsory B/elem"
     spec_table = {"layernorm_bwd": 12, "wvar_bwd": 16, "pearson_bwd": 16, "softmax_bwd": 12,
                   "lars": 20, "quant_int8": 5}
-    assert {n: s.bytes().compulsory for n, s in BUILTIN.items()} == spec_table
+    assert {n: s.bytes.compulsory for n, s in BUILTIN.items()} == spec_table
 
 
 def _spec(**kw):
