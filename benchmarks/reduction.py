@@ -113,13 +113,19 @@ def main() -> int:
                         default=["eager", "compile", "compile_max", "triton", "staged", "reread",
                                  "cluster"])
     parser.add_argument("--reps", type=int, default=30)
+    parser.add_argument("--append", action="store_true",
+                        help="add to the records already in --out (e.g. a second run for compile_max)")
     args = parser.parse_args()
     if args.reps < 20:
         parser.error("--reps must be at least 20")
     methods = set(args.methods)
     table = baselines(methods)
     records: list[dict] = []
-    result = {"device": device_block(), "command": " ".join(sys.argv), "records": records}
+    result = {"device": device_block(), "commands": [" ".join(sys.argv)], "records": records}
+    if args.append and args.out.exists():
+        previous = json.loads(args.out.read_text())
+        records += previous["records"]
+        result["commands"] = previous.get("commands", []) + result["commands"]
     for name in args.workloads:
         for N in args.widths:
             M = ROWS.get(name, DEFAULT_ROWS)
@@ -128,7 +134,9 @@ def main() -> int:
             args.out.parent.mkdir(parents=True, exist_ok=True)
             args.out.write_text(json.dumps(result, indent=1) + "\n")  # partial results survive
             best = max((r for r in records if r["N"] == N and r["workload"] == name and r["ms"]),
-                       key=lambda r: r["eff_tbps"])
+                       key=lambda r: r["eff_tbps"], default=None)
+            if best is None:
+                continue
             print(f"{name:14s} N={N:6d} best {best['variant']}{best['P']:>3d} "
                   f"{best['eff_tbps']:.2f} TB/s", flush=True)
     print_table(records)
