@@ -40,7 +40,8 @@ def check_tensor(
     if shape is not None and (t.dim() != len(shape) or any(
         want is not None and got != want for got, want in zip(t.shape, shape, strict=False)
     )):
-        want_text = "(" + ", ".join("*" if s is None else str(s) for s in shape) + ")"
+        want_text = "(" + ", ".join("*" if s is None else str(s) for s in shape)
+        want_text += ",)" if len(shape) == 1 else ")"
         raise InvalidArgumentError(
             f"{name} must have shape {want_text}, got {tuple(t.shape)}"
         )
