@@ -117,6 +117,8 @@ def generate(spec: ReductionSpec, variant: Variant) -> str:
     w("  const Slice _s = make_slice(_row, N, _rank, P);")
     w("  const float Nf = static_cast<float>(N);")
     w("  const int _lane = threadIdx.x & 31, _warp = threadIdx.x >> 5;")
+    if len(staged) < len(spec.inputs):
+        w("  const u64 _l2_keep = l2_keep_policy();  // inputs read from global by several passes")
     for n in spec.row_inputs:
         w(f"  const float {n} = p_{n}[_row];")
     if staged:
@@ -156,7 +158,7 @@ def generate(spec: ReductionSpec, variant: Variant) -> str:
         return rewritten
 
     def element_loop(texts: list[str], body, header: list[str] | None = None,
-                     footer: list[str] | None = None) -> None:
+                     footer: list[str] | None = None, last_pass: bool = False) -> None:
         """Loop over the slice's vectors; ``body(masked)`` gives the per-element lines.
 
         Vectors the slice owns entirely take an unmasked path (with 16-byte column loads when
@@ -174,7 +176,9 @@ def generate(spec: ReductionSpec, variant: Variant) -> str:
         w("  for (int _i = threadIdx.x; _i < _s.nvec; _i += THREADS) {")
         w("    const long long _v = _s.v0 + _i;")
         for n in used:
-            src = f"s_{n}[_i]" if n in staged else f"load_vector(p_{n}, _v, _s)"
+            last_use = "true" if last_pass else "false"
+            src = (f"s_{n}[_i]" if n in staged
+                   else f"load_vector<{last_use}>(p_{n}, _v, _s, _l2_keep)")
             w(f"    const float4 {n}4 = {src};")
             w(f"    const float {n}_a[4] = {{{n}4.x, {n}4.y, {n}4.z, {n}4.w}};")
         w("    const bool _full = owns_vector(_v, _s);")
@@ -293,7 +297,7 @@ def generate(spec: ReductionSpec, variant: Variant) -> str:
         else:
             footer.append(f"if (_full) __stcs(reinterpret_cast<float4*>(p_{o.name}) + _v, make_float4("
                           f"{o.name}_o[0], {o.name}_o[1], {o.name}_o[2], {o.name}_o[3]));")
-    element_loop([o.expr for o in spec.outputs], output_body, header, footer)
+    element_loop([o.expr for o in spec.outputs], output_body, header, footer, last_pass=True)
     if spec.row_outputs:
         w("  if (_rank == 0 && threadIdx.x == 0) {")
         for name, text in spec.row_outputs:

@@ -88,10 +88,30 @@ __device__ __forceinline__ void stage_full_vectors(float4* dst, const float* __r
   }
 }
 
-// A vector of an input read straight from global memory (the re-read variant): one 16-byte
-// load when the slice owns all four lanes, guarded scalar loads otherwise (never out of bounds).
-__device__ __forceinline__ float4 load_vector(const float* __restrict__ src, long long v, const Slice& s) {
-  if (v >= s.full0 && v < s.full0 + s.nfull) return __ldg(reinterpret_cast<const float4*>(src) + v);
+// L2 policy for data a later pass reads again: keep it (evict last), as the re-read variant
+// wants its second and third passes over a row to hit L2 rather than HBM.
+__device__ __forceinline__ u64 l2_keep_policy() {
+  u64 policy;
+  asm volatile("createpolicy.fractional.L2::evict_last.b64 %0, 1.0;" : "=l"(policy));
+  return policy;
+}
+
+__device__ __forceinline__ float4 ldg_keep(const float4* p, u64 policy) {
+  float4 v;
+  asm volatile("ld.global.nc.L2::cache_hint.v4.f32 {%0, %1, %2, %3}, [%4], %5;"
+               : "=f"(v.x), "=f"(v.y), "=f"(v.z), "=f"(v.w)
+               : "l"(p), "l"(policy));
+  return v;
+}
+
+// A vector of an input read straight from global memory: one 16-byte load when the slice owns
+// all four lanes, guarded scalar loads otherwise (never out of bounds). LastUse streams the data
+// (evict first); otherwise it is kept in L2 for the next pass with `policy`.
+template <bool LastUse>
+__device__ __forceinline__ float4 load_vector(const float* __restrict__ src, long long v, const Slice& s,
+                                              u64 policy) {
+  const float4* p = reinterpret_cast<const float4*>(src) + v;
+  if (v >= s.full0 && v < s.full0 + s.nfull) return LastUse ? __ldcs(p) : ldg_keep(p, policy);
   const long long f_lo = s.row_start + s.lo, f_hi = s.row_start + s.hi;
   float r[4];
 #pragma unroll
