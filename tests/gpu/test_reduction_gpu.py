@@ -123,3 +123,16 @@ def test_bad_inputs_are_named():
         layernorm_bwd(x.t().contiguous().t(), dy, gamma)
     with pytest.raises(InvalidArgumentError, match="cluster_size 3"):
         layernorm_bwd(x, dy, gamma, variant="cluster", cluster_size=3)
+
+
+@pytest.mark.parametrize("variant,P", [("staged", None), ("cluster", 2), ("cluster", 8)],
+                         ids=lambda v: str(v))
+@pytest.mark.parametrize("name", sorted(BUILTIN))
+def test_persistent_grid_loops_over_many_rows(name, variant, P):
+    """More rows than resident clusters: every CTA handles several rows (exchange parities)."""
+    for N in (4099, 8192):
+        tensors, scalars, got = run_case(name, 3001, N, variant, P)
+        check(name, got, reference(BUILTIN[name], tensors, scalars))
+        _, _, again = run_case(name, 3001, N, variant, P, tensors, scalars)
+        for key in got:
+            assert torch.equal(got[key].view(torch.uint8), again[key].view(torch.uint8)), key

@@ -55,7 +55,7 @@ def parameter_kinds(spec: ReductionSpec) -> tuple[str, ...]:
 def static_smem_bytes(spec: ReductionSpec, variant: Variant) -> int:
     """Shared memory the kernel declares statically (barriers, exchange slots, reduce scratch)."""
     q = [len(s.stats) for s in spec.stages]
-    return 8 * (1 + len(q)) + 4 * variant.P * sum(q) + 4 * (variant.threads // 32) * max(q) + 64
+    return 8 * (2 + 2 * len(q)) + 8 * variant.P * sum(q) + 4 * (variant.threads // 32) * max(q) + 64
 
 
 def cap_vectors(N: int, P: int) -> int:
@@ -67,7 +67,7 @@ def cap_vectors(N: int, P: int) -> int:
 def dynamic_smem_bytes(spec: ReductionSpec, variant: Variant, N: int) -> int:
     if not variant.staged:
         return 0
-    return len(spec.staged_inputs) * cap_vectors(N, variant.P) * 16
+    return (len(spec.staged_inputs) + len(spec.columns)) * cap_vectors(N, variant.P) * 16
 
 
 def _rename(spec: ReductionSpec) -> dict[str, str]:
@@ -80,6 +80,7 @@ def generate(spec: ReductionSpec, variant: Variant) -> str:
         raise ValueError(f"variant kind {variant.kind!r}; allowed: {VARIANTS}")
     P, T = variant.P, variant.threads
     staged = spec.staged_inputs if variant.staged else []
+    staged_cols = list(spec.columns) if variant.staged else []
     rename = _rename(spec)
     lets = dict(spec.lets)
     q = [len(s.stats) for s in spec.stages]
@@ -108,34 +109,62 @@ def generate(spec: ReductionSpec, variant: Variant) -> str:
     w(f'extern "C" __global__ void __launch_bounds__(THREADS, {2 if variant.kind == "reread" else 1}) '
       f'{kernel_name(spec, variant)}(')
     w("    " + ",\n    ".join(params) + ") {")
+    nq = sum(q)
     w("  extern __shared__ __align__(128) float4 stage_buf[];")
-    w(f"  __shared__ __align__(8) u64 bars[{1 + len(q)}];  // [0] staging, [1 + l] exchange of stage l")
-    w(f"  __shared__ float slots[{P * sum(q)}];  // per stage: P ranks x q partials")
+    w(f"  __shared__ __align__(8) u64 bars[{2 + 2 * len(q)}];  "
+      "// [0] row staging, [1] column staging, [2 + 2l + parity] exchange of stage l")
+    w(f"  __shared__ float slots[{2 * P * nq}];  // [row parity][stage][rank][q] partials")
     w("  __shared__ float red[NWARPS * QMAX];")
     w("  const int _rank = P > 1 ? static_cast<int>(cluster_ctarank()) : 0;")
-    w("  const int _row = blockIdx.x / P;")
-    w("  const Slice _s = make_slice(_row, N, _rank, P);")
     w("  const float Nf = static_cast<float>(N);")
     w("  const int _lane = threadIdx.x & 31, _warp = threadIdx.x >> 5;")
-    if len(staged) < len(spec.inputs):
-        w("  const u64 _l2_keep = l2_keep_policy();  // inputs read from global by several passes")
-    for n in spec.row_inputs:
-        w(f"  const float {n} = p_{n}[_row];")
+    if len(staged) < len(spec.inputs) or (spec.columns and not staged_cols):
+        w("  const u64 _l2_keep = l2_keep_policy();  // data read from global by several passes")
     if staged:
         w(f"  const int _cap = {cap_vectors_expr()};")
         for i, n in enumerate(staged):
             w(f"  float4* const s_{n} = stage_buf + {i} * _cap;")
+        for i, n in enumerate(staged_cols):
+            w(f"  float4* const s_{n} = stage_buf + {len(staged) + i} * _cap;  // column slice")
     w("  if (threadIdx.x == 0) {")
-    w(f"    for (int b = 0; b < {1 + len(q)}; ++b) mbarrier_init(smem_u32(&bars[b]), 1);")
+    w(f"    for (int b = 0; b < {2 + 2 * len(q)}; ++b) mbarrier_init(smem_u32(&bars[b]), 1);")
     w("    fence_mbarrier_init_cluster();")
     w("    fence_proxy_async_shared();")
     w("  }")
     w("  __syncthreads();")
     if P > 1:
         w("  cluster_arrive_relaxed();  // peers may push into our slots once everyone has arrived")
+    if staged_cols:
+        w(f"  // the column slice of {', '.join(staged_cols)} is the same for every row: stage it once")
+        w("  {")
+        w("    const Slice _s0 = make_slice(0, N, _rank, P);")
+        w("    const int _ncv = (_s0.hi - _s0.lo) >> 2;")
+        w("    if (threadIdx.x == 0) {")
+        w(f"      mbarrier_arrive_expect_tx(smem_u32(&bars[1]), {len(staged_cols)}u * _ncv * 16u);")
+        w("      if (_ncv > 0) {")
+        for n in staged_cols:
+            w(f"        cp_async_bulk_g2s(smem_u32(s_{n}), p_{n} + _s0.lo, _ncv * 16u, smem_u32(&bars[1]));")
+        w("      }")
+        w("    }")
+        w("    for (int _c = _s0.lo + 4 * _ncv + threadIdx.x; _c < _s0.hi; _c += THREADS) {")
+        for n in staged_cols:
+            w(f"      reinterpret_cast<float*>(s_{n})[_c - _s0.lo] = p_{n}[_c];")
+        w("    }")
+        w("    __syncthreads();")
+        w("    mbarrier_wait_parity(smem_u32(&bars[1]), 0);")
+        w("  }")
+    w("  // persistent: cluster c handles rows c, c + clusters, ... (one row per cluster when the")
+    w("  // grid has M clusters)")
+    w("  for (int _it = 0, _row = blockIdx.x / P; _row < M; ++_it, _row += gridDim.x / P) {")
+    w("  const Slice _s = make_slice(_row, N, _rank, P);")
+    w("  float* const _slots = slots + (_it & 1) * " + str(P * nq) + ";")
+    for n in spec.row_inputs:
+        w(f"  const float {n} = p_{n}[_row];")
     if staged:
-        w(f"  // stage the slice of {', '.join(staged)} in shared memory (bulk copy + partial ends)")
+        w(f"  // stage the row slice of {', '.join(staged)} in shared memory (bulk copy + partial ends)")
+        w("  __syncthreads();  // every thread is done with the previous row's staged data")
         w("  if (threadIdx.x == 0) {")
+        w("    fence_proxy_async_shared();")
         w(f"    mbarrier_arrive_expect_tx(smem_u32(&bars[0]), {len(staged)}u * _s.nfull * 16u);")
         for n in staged:
             w(f"    stage_full_vectors(s_{n}, p_{n}, _s, smem_u32(&bars[0]));")
@@ -143,7 +172,7 @@ def generate(spec: ReductionSpec, variant: Variant) -> str:
         for n in staged:
             w(f"  stage_partial_vectors(s_{n}, p_{n}, _s);")
         w("  __syncthreads();")
-        w("  mbarrier_wait_parity(smem_u32(&bars[0]), 0);")
+        w("  mbarrier_wait_parity(smem_u32(&bars[0]), _it & 1);")
 
     row_names = {*spec.row_inputs, *spec.scalar_names, "N"}
     hoisted: dict[str, str] = {}
@@ -190,7 +219,9 @@ def generate(spec: ReductionSpec, variant: Variant) -> str:
             if not masked and cols:
                 w("      const int _col0 = static_cast<int>(4 * _v - _s.row_start);")
                 for n in cols:
-                    w(f"      const float4 {n}4 = __ldg(reinterpret_cast<const float4*>(p_{n} + _col0));")
+                    src = (f"s_{n}[(_col0 - _s.lo) >> 2]" if n in staged_cols else
+                           f"__ldg(reinterpret_cast<const float4*>(p_{n} + _col0))")
+                    w(f"      const float4 {n}4 = {src};")
                     w(f"      const float {n}_a[4] = {{{n}4.x, {n}4.y, {n}4.z, {n}4.w}};")
             w("#pragma unroll")
             w("      for (int _k = 0; _k < 4; ++_k) {")
@@ -200,8 +231,9 @@ def generate(spec: ReductionSpec, variant: Variant) -> str:
             for n in used:
                 w(f"        const float {n} = {n}_a[_k];")
             for n in cols:
-                w(f"        const float {n} = " + (f"_valid ? __ldg(p_{n} + _col) : 0.0f;"
-                                                   if masked else f"{n}_a[_k];"))
+                src = (f"reinterpret_cast<const float*>(s_{n})[_col - _s.lo]" if n in staged_cols
+                       else f"__ldg(p_{n} + _col)")
+                w(f"        const float {n} = " + (f"_valid ? {src} : 0.0f;" if masked else f"{n}_a[_k];"))
             for name, code in let_code:
                 w(f"        const float {name} = {code};")
             for line in body(masked):
@@ -237,7 +269,8 @@ def generate(spec: ReductionSpec, variant: Variant) -> str:
         w("  }")
         w("  __syncthreads();")
         if P > 1 and li == 0:
-            w("  cluster_wait();  // every peer's barriers are initialised from here on")
+            w("  if (_it == 0) cluster_wait();  // every peer's barriers are initialised from here on")
+        bar = f"bars[{2 + 2 * li} + (_it & 1)]"
         w(f"  if (threadIdx.x < {len(stage.stats)}) {{")
         w("    const int _j = threadIdx.x;")
         w("    float _part;")
@@ -248,25 +281,24 @@ def generate(spec: ReductionSpec, variant: Variant) -> str:
             w(f"      for (int _w = 0; _w < NWARPS; ++_w) _part = {OP_STRUCT[st.op]}::apply(_part, "
               f"red[_w * QMAX + {j}]);")
         w("    }")
-        w(f"    float* const _mine = &slots[{off} + _rank * {len(stage.stats)} + _j];")
+        w(f"    float* const _mine = &_slots[{off} + _rank * {len(stage.stats)} + _j];")
         w("    *_mine = _part;")
         if P > 1:
             w("    for (int _d = 1; _d < P; ++_d) {  // one-way push into every peer's slot")
             w("      const u32 _peer = (_rank + _d) % P;")
-            w(f"      st_async_f32(mapa(smem_u32(_mine), _peer), _part, "
-              f"mapa(smem_u32(&bars[{1 + li}]), _peer));")
+            w(f"      st_async_f32(mapa(smem_u32(_mine), _peer), _part, mapa(smem_u32(&{bar}), _peer));")
             w("    }")
         w("  }")
         if P > 1:
-            w(f"  if (threadIdx.x == 0) mbarrier_arrive_expect_tx(smem_u32(&bars[{1 + li}]), "
+            w(f"  if (threadIdx.x == 0) mbarrier_arrive_expect_tx(smem_u32(&{bar}), "
               f"(P - 1) * {len(stage.stats)}u * 4u);")
         w("  __syncthreads();")
         if P > 1:
-            w(f"  mbarrier_wait_parity(smem_u32(&bars[{1 + li}]), 0);")
+            w(f"  mbarrier_wait_parity(smem_u32(&{bar}), (_it >> 1) & 1);")
         for j, st in enumerate(stage.stats):
             w(f"  float {st.name} = {OP_STRUCT[st.op]}::identity();")
             w(f"  for (int _c = 0; _c < P; ++_c) {st.name} = {OP_STRUCT[st.op]}::apply({st.name}, "
-              f"slots[{off} + _c * {len(stage.stats)} + {j}]);")
+              f"_slots[{off} + _c * {len(stage.stats)} + {j}]);")
         for name, text in stage.derive:
             w(f"  const float {name} = {expr.to_cuda(text, rename)};")
         row_names.update(st.name for st in stage.stats)
@@ -303,6 +335,7 @@ def generate(spec: ReductionSpec, variant: Variant) -> str:
         for name, text in spec.row_outputs:
             w(f"    p_{name}[_row] = {expr.to_cuda(text, rename)};")
         w("  }")
+    w("  }  // rows")
     w("}")
     return "\n".join(out) + "\n"
 

@@ -70,7 +70,7 @@ def prepare(spec: ReductionSpec, tensors: Mapping[str, torch.Tensor], scalars: M
     for n in spec.inputs:
         check_tensor(n, tensors[n], dtype=torch.float32, shape=(M, N), device=device)
     for n in spec.columns:
-        check_tensor(n, tensors[n], dtype=torch.float32, shape=(N,), device=device, alignment=4)
+        check_tensor(n, tensors[n], dtype=torch.float32, shape=(N,), device=device)
     for n in spec.row_inputs:
         check_tensor(n, tensors[n], dtype=torch.float32, shape=(M,), device=device, alignment=4)
     values = []
@@ -110,5 +110,28 @@ def launch(spec: ReductionSpec, variant: Variant, prepared: Prepared) -> None:
     if reason:
         raise UnsupportedDeviceError(f"{spec.name} variant {variant.label} cannot run: {reason}")
     kernel = compiled_kernel(spec, variant)
-    kernel.launch(prepared.M * variant.P, variant.threads, *prepared.args, cluster=variant.P,
-                  smem=dynamic_smem_bytes(spec, variant, prepared.N))
+    smem = dynamic_smem_bytes(spec, variant, prepared.N)
+    clusters = prepared.M
+    if variant.staged:  # persistent: as many clusters as fit at once, each looping over rows
+        clusters = min(clusters, resident_clusters(kernel, variant, smem))
+    kernel.launch(clusters * variant.P, variant.threads, *prepared.args, cluster=variant.P, smem=smem)
+
+
+_RESIDENT: dict[tuple, int] = {}
+
+
+def resident_clusters(kernel: Kernel, variant: Variant, smem: int) -> int:
+    """Clusters (CTAs when P = 1) of the variant that the GPU holds at once (driver occupancy)."""
+    key = (id(kernel), variant, smem)
+    if key not in _RESIDENT:
+        if variant.P > 1:
+            count = kernel.max_active_clusters(variant.P, variant.threads, smem)
+        else:
+            count = kernel.max_active_ctas(variant.threads, smem)
+        if count < 1:
+            raise UnsupportedDeviceError(
+                f"{kernel.name}: a cluster of {variant.P} CTAs with {smem} B of shared memory each "
+                f"cannot be resident on this GPU"
+            )
+        _RESIDENT[key] = count
+    return _RESIDENT[key]

@@ -219,3 +219,11 @@ class Kernel:
                               shmem_size=smem)
         return int(handle.occupancy.max_active_clusters(
             config, stream=Device(device_index).default_stream))
+
+    def max_active_ctas(self, block: int, smem: int) -> int:
+        """How many CTAs of ``block`` threads and ``smem`` bytes the whole GPU holds at once."""
+        device_index = require_gpu()
+        handle = self.module._load(self.name, device_index)
+        self._set_attributes(handle.handle, device_index, smem, 1)
+        per_sm = handle.occupancy.max_active_blocks_per_multiprocessor(block, smem)
+        return int(per_sm) * gpu_info(device_index).sm_count
