@@ -1,0 +1,154 @@
+"""Decoder-only LLMs as lists of ``Op``: bytes and FLOPs of one decode step at batch B, context L.
+
+Only what a decode step streams every step is planned: per layer the QKV projection, attention
+over the KV cache, the output projection and the MLP (gate/up/down, or OPT's fc1/fc2), plus the
+LM head. Norms and biases (< 0.1 % of bytes) are left out. The input embedding table is read only
+B rows per step, so it is taken to live in host memory and is not counted against the GPU budget;
+when it is tied to the LM head (OPT) the LM head op carries those bytes.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+
+from smemkit.errors import InvalidArgumentError
+from smemkit.offload.costmodel import Op
+
+BF16_BYTES = 2
+
+
+@dataclass(frozen=True)
+class ModelConfig:
+    """The few architecture figures the cost model needs (HuggingFace config.json names)."""
+
+    name: str
+    hidden_size: int
+    intermediate_size: int
+    num_attention_heads: int
+    num_key_value_heads: int
+    num_hidden_layers: int
+    vocab_size: int
+    head_dim: int
+    gated_mlp: bool = True
+    tie_word_embeddings: bool = False
+    dtype_bytes: int = BF16_BYTES
+
+    def __post_init__(self) -> None:
+        for label in ("hidden_size", "intermediate_size", "num_attention_heads", "num_key_value_heads",
+                      "num_hidden_layers", "vocab_size", "head_dim", "dtype_bytes"):
+            value = getattr(self, label)
+            if not isinstance(value, int) or isinstance(value, bool) or value <= 0:
+                raise InvalidArgumentError(f"model '{self.name}': {label} must be a positive integer, "
+                                           f"got {value!r}")
+        if self.num_attention_heads % self.num_key_value_heads:
+            raise InvalidArgumentError(
+                f"model '{self.name}': num_attention_heads ({self.num_attention_heads}) must be a "
+                f"multiple of num_key_value_heads ({self.num_key_value_heads})")
+
+
+# Public config.json values (checked 2026-11):
+# - meta-llama/Meta-Llama-3-8B and -70B config.json (also oumi configs/recipes/llama3_1/README.md):
+#   8B hidden 4096, intermediate 14336, 32 layers, 32 heads, 8 KV heads, vocab 128256, untied;
+#   70B hidden 8192, intermediate 28672, 80 layers, 64 heads, 8 KV heads, vocab 128256, untied.
+# - facebook/opt-30b config.json (huggingface.co/facebook/opt-30b): hidden 7168, ffn_dim 28672,
+#   48 layers, 56 heads (MHA), vocab 50272, relu MLP, LM head shares the embedding.
+BUILTIN_MODELS: dict[str, ModelConfig] = {
+    "llama-3-8b": ModelConfig("llama-3-8b", 4096, 14336, 32, 8, 32, 128256, 128),
+    "llama-3-70b": ModelConfig("llama-3-70b", 8192, 28672, 64, 8, 80, 128256, 128),
+    "opt-30b": ModelConfig("opt-30b", 7168, 28672, 56, 56, 48, 50272, 128, gated_mlp=False,
+                           tie_word_embeddings=True),
+}
+
+_UNGATED_TYPES = {"opt", "gpt2", "gpt_neox", "gptj", "falcon", "bloom", "phi"}
+
+
+def config_from_hf(data: dict, name: str = "config.json") -> ModelConfig:
+    """A ``ModelConfig`` from a HuggingFace config.json dict (bf16 weights assumed)."""
+    def need(*keys: str) -> int:
+        for key in keys:
+            if key in data:
+                return data[key]
+        raise InvalidArgumentError(f"{name}: missing '{keys[0]}' (a decoder-only HuggingFace "
+                                   "config.json with hidden_size, intermediate_size or ffn_dim, "
+                                   "num_attention_heads, num_hidden_layers and vocab_size is needed)")
+
+    model_type = str(data.get("model_type", ""))
+    hidden = need("hidden_size", "d_model")
+    heads = need("num_attention_heads")
+    head_dim = data.get("head_dim") or (hidden // heads if isinstance(hidden, int) and heads else 0)
+    ungated = model_type in _UNGATED_TYPES or ("ffn_dim" in data and "intermediate_size" not in data)
+    tie_default = model_type == "opt"
+    return ModelConfig(
+        name=name,
+        hidden_size=hidden,
+        intermediate_size=need("intermediate_size", "ffn_dim"),
+        num_attention_heads=heads,
+        num_key_value_heads=data.get("num_key_value_heads") or heads,
+        num_hidden_layers=need("num_hidden_layers"),
+        vocab_size=need("vocab_size"),
+        head_dim=head_dim,
+        gated_mlp=not ungated,
+        tie_word_embeddings=bool(data.get("tie_word_embeddings", tie_default)),
+    )
+
+
+def load_model(spec: str) -> ModelConfig:
+    """A built-in model by name, or a HuggingFace config.json path."""
+    key = spec.lower()
+    if key in BUILTIN_MODELS:
+        return BUILTIN_MODELS[key]
+    path = Path(spec)
+    if path.is_dir():
+        path = path / "config.json"
+    if not path.is_file():
+        raise InvalidArgumentError(f"--model '{spec}' is neither a built-in model "
+                                   f"({', '.join(BUILTIN_MODELS)}) nor a config.json file")
+    try:
+        data = json.loads(path.read_text())
+    except (OSError, ValueError) as exc:
+        raise InvalidArgumentError(f"--model '{spec}': cannot read JSON: {exc}") from exc
+    if not isinstance(data, dict):
+        raise InvalidArgumentError(f"--model '{spec}': expected a JSON object")
+    return config_from_hf(data, name=str(path))
+
+
+def decode_ops(cfg: ModelConfig, batch: int, seq: int) -> list[Op]:
+    """The ops of one decode step: ``batch`` sequences, each attending over ``seq`` cached tokens.
+
+    A linear layer of shape [n_in, n_out] holds ``n_in n_out`` weights and does ``2 B n_in n_out``
+    FLOPs. Attention reads the layer's K and V (``2 B L kv_heads head_dim`` values) and does
+    ``4 B L heads head_dim`` FLOPs (QK^T and PV).
+    """
+    for label, value in (("--batch", batch), ("--seq", seq)):
+        if not isinstance(value, int) or isinstance(value, bool) or value <= 0:
+            raise InvalidArgumentError(f"{label} must be a positive integer, got {value!r}")
+    d = cfg.dtype_bytes
+    h, hd = cfg.hidden_size, cfg.head_dim
+    q_dim, kv_dim = cfg.num_attention_heads * hd, cfg.num_key_value_heads * hd
+
+    def linear(name: str, n_in: int, n_out: int, layer: int | None) -> Op:
+        label = name if layer is None else f"L{layer}.{name}"
+        return Op(label, name, float(n_in * n_out * d), float(2 * batch * n_in * n_out), layer)
+
+    ops: list[Op] = []
+    for layer in range(cfg.num_hidden_layers):
+        ops.append(linear("qkv_proj", h, q_dim + 2 * kv_dim, layer))
+        ops.append(Op(f"L{layer}.attention", "attention", float(2 * batch * seq * kv_dim * d),
+                      float(4 * batch * seq * q_dim), layer))
+        ops.append(linear("o_proj", q_dim, h, layer))
+        if cfg.gated_mlp:
+            ops.append(linear("gate_proj", h, cfg.intermediate_size, layer))
+            ops.append(linear("up_proj", h, cfg.intermediate_size, layer))
+            ops.append(linear("down_proj", cfg.intermediate_size, h, layer))
+        else:
+            ops.append(linear("fc1", h, cfg.intermediate_size, layer))
+            ops.append(linear("fc2", cfg.intermediate_size, h, layer))
+    ops.append(linear("lm_head", h, cfg.vocab_size, None))
+    return ops
+
+
+def host_resident_bytes(cfg: ModelConfig) -> int:
+    """Bytes of the untied input embedding table, kept in host memory outside the plan."""
+    return 0 if cfg.tie_word_embeddings else cfg.vocab_size * cfg.hidden_size * cfg.dtype_bytes
