@@ -30,6 +30,7 @@ class Variant:
     kind: str
     P: int = 1
     threads: int = 256
+    control: bool = False  # work-free twin for the cost model's T_ctrl: no loads, no outputs
 
     @property
     def staged(self) -> bool:
@@ -37,7 +38,8 @@ class Variant:
 
     @property
     def label(self) -> str:
-        return f"{self.kind}_p{self.P}" if self.kind == "cluster" else self.kind
+        base = f"{self.kind}_p{self.P}" if self.kind == "cluster" else self.kind
+        return base + ("_control" if self.control else "")
 
 
 def kernel_name(spec: ReductionSpec, variant: Variant) -> str:
@@ -134,7 +136,7 @@ def generate(spec: ReductionSpec, variant: Variant) -> str:
     w("  __syncthreads();")
     if P > 1:
         w("  cluster_arrive_relaxed();  // peers may push into our slots once everyone has arrived")
-    if staged_cols:
+    if staged_cols and not variant.control:
         w(f"  // the column slice of {', '.join(staged_cols)} is the same for every row: stage it once")
         w("  {")
         w("    const Slice _s0 = make_slice(0, N, _rank, P);")
@@ -160,7 +162,7 @@ def generate(spec: ReductionSpec, variant: Variant) -> str:
     w("  float* const _slots = slots + (_it & 1) * " + str(P * nq) + ";")
     for n in spec.row_inputs:
         w(f"  const float {n} = p_{n}[_row];")
-    if staged:
+    if staged and not variant.control:
         w(f"  // stage the row slice of {', '.join(staged)} in shared memory (bulk copy + partial ends)")
         w("  __syncthreads();  // every thread is done with the previous row's staged data")
         w("  if (threadIdx.x == 0) {")
@@ -193,6 +195,8 @@ def generate(spec: ReductionSpec, variant: Variant) -> str:
         Vectors the slice owns entirely take an unmasked path (with 16-byte column loads when
         the row start is 16-byte aligned); partial vectors take a masked one.
         """
+        if variant.control:  # the control kernel keeps launch, barriers and exchanges only
+            return
         used = spec.inputs_used(texts)
         let_names = []
         for t in texts:
@@ -330,7 +334,7 @@ def generate(spec: ReductionSpec, variant: Variant) -> str:
             footer.append(f"if (_full) __stcs(reinterpret_cast<float4*>(p_{o.name}) + _v, make_float4("
                           f"{o.name}_o[0], {o.name}_o[1], {o.name}_o[2], {o.name}_o[3]));")
     element_loop([o.expr for o in spec.outputs], output_body, header, footer, last_pass=True)
-    if spec.row_outputs:
+    if spec.row_outputs and not variant.control:
         w("  if (_rank == 0 && threadIdx.x == 0) {")
         for name, text in spec.row_outputs:
             w(f"    p_{name}[_row] = {expr.to_cuda(text, rename)};")

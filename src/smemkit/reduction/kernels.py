@@ -100,25 +100,30 @@ def prepare(spec: ReductionSpec, tensors: Mapping[str, torch.Tensor], scalars: M
 
 def launch(spec: ReductionSpec, variant: Variant, prepared: Prepared) -> None:
     """Run one variant; raises UnsupportedDeviceError (not a driver crash) when it cannot run."""
-    from smemkit.runtime.device import gpu_info
-
     if prepared.M == 0 or prepared.N == 0:
         return
-    info = gpu_info(prepared.outputs[spec.outputs[0].name].device.index or 0)
+    launch_args(spec, variant, prepared.M, prepared.N, prepared.args)
+
+
+def launch_args(spec: ReductionSpec, variant: Variant, M: int, N: int, args: list[object]) -> None:
+    """Check legality, size the grid and launch with arguments already in kernel order."""
+    from smemkit.runtime.device import gpu_info, require_gpu
+
+    info = gpu_info(require_gpu())
     max_cluster = 16 if info.supports_clusters else 1
-    reason = legality(spec, variant, prepared.N, info.smem_per_block_optin, max_cluster)
+    reason = legality(spec, variant, N, info.smem_per_block_optin, max_cluster)
     if reason:
         raise UnsupportedDeviceError(f"{spec.name} variant {variant.label} cannot run: {reason}")
     kernel = compiled_kernel(spec, variant)
-    smem = dynamic_smem_bytes(spec, variant, prepared.N)
-    clusters = prepared.M
+    smem = dynamic_smem_bytes(spec, variant, N)
+    clusters = M
     if variant.staged and spec.columns:
         # Persistent: as many clusters as fit at once, each looping over rows, so a column
         # slice staged once serves every row (measured on the H200: layernorm_bwd 2.9 -> 3.4
         # TB/s at N = 64K). Without columns one cluster per row measured faster (softmax_bwd
         # 3.86 vs 3.56 TB/s), since freshly launched CTAs overlap their loads with others' work.
         clusters = min(clusters, resident_clusters(kernel, variant, smem))
-    kernel.launch(clusters * variant.P, variant.threads, *prepared.args, cluster=variant.P, smem=smem)
+    kernel.launch(clusters * variant.P, variant.threads, *args, cluster=variant.P, smem=smem)
 
 
 _RESIDENT: dict[tuple, int] = {}

@@ -1,0 +1,152 @@
+"""The CREDIT paper's evaluation on the current GPU (issue 4): model accuracy, crossover, speedups.
+
+    python benchmarks/credit_eval.py --out benchmarks/results/h200/credit_eval.json \
+        [--baselines benchmarks/results/h200/reduction.json]
+
+Per (workload, N) at the paper's shapes: the model's inputs are measured without timing any
+cluster workload kernel (T_B = the faster non-cluster CUDA variant, T_ctrl from work-free
+control kernels, resident clusters from the driver), then the model (and the paper's ablation)
+predicts whether the cluster kernel beats the non-cluster one and with which P. Afterwards
+every legal cluster kernel is timed (CUDA-graph replays, L2 flushed, median of 20) to score the
+prediction (paper Table V) and the crossover width (Fig. 4). With --baselines, torch.compile and
+Triton times at the same shapes come from a reduction.json of the same GPU, for Table IV.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import sys
+from pathlib import Path
+
+import torch
+
+from smemkit.errors import UnsupportedDeviceError
+from smemkit.hw.environment import device_block
+from smemkit.hw.profile import select_profile
+from smemkit.reduction import BUILTIN, reference, run
+from smemkit.reduction.calibrate import measure
+from smemkit.reduction.cost_model import crossover, evaluate
+from smemkit.reduction.reference import relative_error
+from smemkit.reduction.workloads import example_inputs
+from smemkit.runtime.timing import time_gpu
+
+WIDTHS = (4096, 8192, 16384, 32768, 65536)
+ROWS = {"layernorm_bwd": 2048}
+
+
+def terms_record(verdict) -> list[dict]:
+    return [{"P": t.P, "legal": t.legal, "reason": t.reason, "waves": t.waves, "t_save": t.t_save,
+             "t_ctrl": t.t_ctrl, "t_replay": t.t_replay, "t_deposit": t.t_deposit, "t_dsm": t.t_dsm,
+             "delta": None if not t.legal else t.delta} for t in verdict.terms]
+
+
+def shape(name: str, N: int, profile) -> dict:
+    spec = BUILTIN[name]
+    M = ROWS.get(name, 4096)
+    tensors, scalars = example_inputs(name, M, N, device="cuda")
+    measured, t_b_variant = measure(spec, tensors, scalars)
+    model = evaluate(spec, M, N, profile, measured)
+    ablation = evaluate(spec, M, N, profile, measured, ablation=True)
+    want = reference(spec, tensors, scalars)
+    cluster_ms: dict[int, float] = {}
+    worst_err = 0.0
+    for P in (2, 4, 8, 16):
+        def call(p=P):
+            return run(spec, tensors, scalars, variant="cluster", cluster_size=p)
+        try:
+            got = call()
+        except UnsupportedDeviceError:
+            continue
+        worst_err = max(worst_err, max(relative_error(got[k], v) for k, v in want.items()
+                                       if got[k].dtype != torch.int8))
+        cluster_ms[P] = time_gpu(call, warmup=3, reps=20, graph=True, flush_l2=True).median_ms
+    best_P = min(cluster_ms, key=cluster_ms.get)
+    measured_win = cluster_ms[best_P] < measured.baseline_ms
+    chosen = model.best.P if model.profitable else None
+    dispatched_ms = cluster_ms[chosen] if chosen else measured.baseline_ms
+    return {
+        "workload": name, "M": M, "N": N, "baseline_ms": measured.baseline_ms,
+        "baseline_variant": t_b_variant, "control_excess_ms": dict(measured.control_excess_ms),
+        "resident_clusters": dict(measured.resident_clusters or {}),
+        "model": {"profitable": model.profitable, "P": chosen, "terms": terms_record(model)},
+        "ablation": {"profitable": ablation.profitable,
+                     "P": ablation.best.P if ablation.profitable else None},
+        "cluster_ms": cluster_ms, "best_cluster_P": best_P, "best_cluster_ms": cluster_ms[best_P],
+        "measured_profitable": measured_win, "model_correct": model.profitable == measured_win,
+        "ablation_correct": ablation.profitable == measured_win, "dispatched_ms": dispatched_ms,
+        "cluster_rel_err": worst_err,
+    }, model, ablation
+
+
+def summarize(records: list[dict], verdicts: dict, baselines: dict | None) -> dict:
+    summary: dict = {
+        "accuracy": {"model": [sum(r["model_correct"] for r in records), len(records)],
+                     "ablation": [sum(r["ablation_correct"] for r in records), len(records)]},
+        "crossover": {},
+    }
+    for name in sorted({r["workload"] for r in records}):
+        rs = sorted((r for r in records if r["workload"] == name), key=lambda r: r["N"])
+        measured = next((r["N"] for r in rs if r["measured_profitable"]), None)
+        summary["crossover"][name] = {
+            "predicted": crossover({N: v for (w, N), v in verdicts["model"].items() if w == name}),
+            "ablation": crossover({N: v for (w, N), v in verdicts["ablation"].items() if w == name}),
+            "measured": measured,
+        }
+    if baselines:
+        table = {(r["workload"], r["N"], r["variant"]): r["ms"] for r in baselines["records"]
+                 if r["ms"] is not None}
+        geo: dict[str, list[float]] = {"compile": [], "triton": [], "cuda": [], "best": []}
+        ratios = []
+        for r in records:
+            base = {m: table.get((r["workload"], r["N"], m)) for m in ("compile", "triton")}
+            base["cuda"] = r["baseline_ms"]
+            best = min(v for v in base.values() if v)
+            ratios.append(best / r["dispatched_ms"])
+            if r["N"] == 65536:
+                for m in ("compile", "triton", "cuda"):
+                    if base[m]:
+                        geo[m].append(base[m] / r["best_cluster_ms"])
+                geo["best"].append(best / r["best_cluster_ms"])
+        summary["geomean_64k"] = {m: math.exp(sum(map(math.log, v)) / len(v)) if v else None
+                                  for m, v in geo.items()}
+        summary["dispatch_vs_best_min"] = min(ratios)
+        summary["baselines_from"] = "reduction.json of the same GPU type (different run)"
+    return summary
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--out", type=Path, required=True)
+    parser.add_argument("--baselines", type=Path)
+    parser.add_argument("--workloads", nargs="+", default=sorted(BUILTIN))
+    parser.add_argument("--widths", nargs="+", type=int, default=list(WIDTHS))
+    parser.add_argument("--profile", default=None)
+    args = parser.parse_args()
+    profile, why = select_profile(args.profile)
+    records: list[dict] = []
+    verdicts: dict = {"model": {}, "ablation": {}}
+    result = {"device": device_block(), "profile": profile.name, "profile_reason": why,
+              "command": " ".join(sys.argv), "records": records}
+    for name in args.workloads:
+        for N in args.widths:
+            record, model, ablation = shape(name, N, profile)
+            records.append(record)
+            verdicts["model"][(name, N)] = model
+            verdicts["ablation"][(name, N)] = ablation
+            choice = f"cluster P={record['model']['P']}" if record["model"]["profitable"] else "no cluster"
+            print(f"{name:14s} N={N:6d} T_B {record['baseline_ms']:.3f} ms ({record['baseline_variant']}) "
+                  f"best cluster P={record['best_cluster_P']} {record['best_cluster_ms']:.3f} ms; "
+                  f"model: {choice} -> {'right' if record['model_correct'] else 'WRONG'}", flush=True)
+            torch.cuda.empty_cache()
+    baselines = json.loads(args.baselines.read_text()) if args.baselines else None
+    result["summary"] = summarize(records, verdicts, baselines)
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    args.out.write_text(json.dumps(result, indent=1) + "\n")
+    print(json.dumps(result["summary"], indent=1))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,73 @@
+"""GPU measurements the cost model needs at a shape: T_B, T_ctrl per P, resident clusters.
+
+Only the non-cluster kernel and work-free control kernels are timed here — never a cluster
+workload kernel — so the model's prediction is made before the cluster kernel has run.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+
+import torch
+
+from smemkit.errors import UnsupportedDeviceError
+from smemkit.reduction.codegen import Variant, dynamic_smem_bytes
+from smemkit.reduction.cost_model import CLUSTER_SIZES, Measured
+from smemkit.reduction.kernels import compiled_kernel, launch_args, prepare, resident_clusters
+from smemkit.reduction.spec import ReductionSpec
+from smemkit.runtime.timing import time_gpu
+
+NON_CLUSTER = (Variant("staged"), Variant("reread"))
+
+
+def _control_args(spec: ReductionSpec, M: int, N: int) -> list[object]:
+    """Null pointers (a control kernel dereferences none), unit scalars, the shape."""
+    pointers = (len(spec.inputs) + len(spec.columns) + len(spec.row_inputs) + len(spec.outputs)
+                + len(spec.row_outputs))
+    return [0] * pointers + [1.0] * len(spec.scalars) + [M, N]
+
+
+def control_ms(spec: ReductionSpec, variant: Variant, M: int, N: int, reps: int = 20) -> float:
+    """Median time of the work-free twin of ``variant`` at (M, N) (CUDA-graph replays)."""
+    control = Variant(variant.kind, variant.P, variant.threads, control=True)
+    args = _control_args(spec, M, N)
+    return time_gpu(lambda: launch_args(spec, control, M, N, args), warmup=3, reps=reps,
+                    graph=True).median_ms
+
+
+def baseline_ms(spec: ReductionSpec, tensors: Mapping[str, torch.Tensor],
+                scalars: Mapping[str, float], reps: int = 20) -> tuple[float, str]:
+    """T_B: the faster legal non-cluster variant at this shape, timed from HBM (cold L2)."""
+    prepared = prepare(spec, tensors, scalars)
+    best: tuple[float, str] | None = None
+    for variant in NON_CLUSTER:
+        try:
+            ms = time_gpu(lambda v=variant: launch_args(spec, v, prepared.M, prepared.N, prepared.args),
+                          warmup=3, reps=reps, graph=True, flush_l2=True).median_ms
+        except UnsupportedDeviceError:
+            continue
+        if best is None or ms < best[0]:
+            best = (ms, variant.kind)
+    if best is None:
+        raise UnsupportedDeviceError(f"{spec.name}: no non-cluster variant can run at N = {prepared.N}")
+    return best
+
+
+def measure(spec: ReductionSpec, tensors: Mapping[str, torch.Tensor], scalars: Mapping[str, float],
+            sizes: Iterable[int] = CLUSTER_SIZES) -> tuple[Measured, str]:
+    """Everything the model needs at this shape; returns (Measured, the baseline variant's name)."""
+    prepared = prepare(spec, tensors, scalars)
+    M, N = prepared.M, prepared.N
+    t_b, which = baseline_ms(spec, tensors, scalars)
+    one_cta = control_ms(spec, Variant("reread"), M, N)
+    excess: dict[int, float] = {}
+    resident: dict[int, int] = {}
+    for P in sizes:
+        variant = Variant("cluster", P)
+        try:
+            excess[P] = control_ms(spec, variant, M, N) - one_cta
+            kernel = compiled_kernel(spec, variant)
+            resident[P] = resident_clusters(kernel, variant, dynamic_smem_bytes(spec, variant, N))
+        except UnsupportedDeviceError:
+            continue
+    return Measured(t_b, excess, resident), which

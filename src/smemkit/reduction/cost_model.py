@@ -1,0 +1,134 @@
+"""CREDIT's profitability model (paper §III-D, Eq. 3-9): does the cluster variant pay, and at which P?
+
+Every term is a time in milliseconds for the whole (M, N) problem:
+
+- legality (Eq. 3): the slice of the staged inputs and columns, plus fixed scratch, fits the
+  per-CTA shared-memory limit;
+- T_save (Eq. 7): the re-read time the cluster kernel avoids, at the *achieved* bandwidth of the
+  best non-cluster kernel at this shape: T_B x b_reread / b_B (one timing of that kernel);
+- T_ctrl: the excess time of a work-free control kernel with the same grid, P, dynamic shared
+  memory and exchanges, over a one-CTA control (measured; see ``control`` variants in codegen);
+- W(M, P) (Eq. 8): sequential cluster waves, ceil(M / resident clusters);
+- T_replay (Eq. 8): re-reading the staged slice from shared memory, W x ceil(N/P) x b_keep /
+  (f x local read rate);
+- T_deposit: the part of the staging store not hidden under the input stream,
+  W x slice bytes x max(1/local store rate - 1/per-SM source rate, 0) / f;
+- T_DSM (Eq. 8): remote stores of the partials, W x s x (P - 1) x sum(q_l) / (f x remote store rate);
+- ΔT (Eq. 9) = T_save - T_ctrl - T_replay - T_deposit - T_DSM: the cluster variant is predicted
+  to beat the non-cluster kernel when ΔT > 0. N* is the smallest width with ΔT > 0 for a legal P.
+
+The ablation ("peak bandwidth + serialized staging", paper Table V) replaces the achieved
+bandwidth by the profile's HBM bandwidth in T_save and charges the whole staging store.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+
+from smemkit.hw.profile import DeviceProfile
+from smemkit.reduction.codegen import Variant
+from smemkit.reduction.kernels import legality, smem_per_cta
+from smemkit.reduction.spec import ReductionSpec
+
+SCALAR_BYTES = 4
+CLUSTER_SIZES = (2, 4, 8, 16)
+
+
+@dataclass(frozen=True)
+class Measured:
+    """The timings the model needs at one shape: T_B and T_ctrl per P (ms), and, when known,
+    the resident clusters per P (driver occupancy; otherwise estimated from shared memory)."""
+
+    baseline_ms: float
+    control_excess_ms: Mapping[int, float]
+    resident_clusters: Mapping[int, int] | None = None
+
+
+@dataclass(frozen=True)
+class Terms:
+    """The model's terms for one cluster size (all ms); ``legal`` False leaves them at 0."""
+
+    P: int
+    legal: bool
+    reason: str | None
+    waves: int = 0
+    t_save: float = 0.0
+    t_ctrl: float = 0.0
+    t_replay: float = 0.0
+    t_deposit: float = 0.0
+    t_dsm: float = 0.0
+
+    @property
+    def delta(self) -> float:
+        """ΔT (Eq. 9); -inf when the size is illegal."""
+        if not self.legal:
+            return -math.inf
+        return self.t_save - self.t_ctrl - self.t_replay - self.t_deposit - self.t_dsm
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """The decision at one shape: the best P (None when no legal P pays) and every term."""
+
+    terms: tuple[Terms, ...]
+
+    @property
+    def best(self) -> Terms | None:
+        legal = [t for t in self.terms if t.legal]
+        return max(legal, key=lambda t: t.delta, default=None)
+
+    @property
+    def profitable(self) -> bool:
+        best = self.best
+        return best is not None and best.delta > 0
+
+
+def resident_estimate(spec: ReductionSpec, P: int, N: int, profile: DeviceProfile,
+                      threads: int = 256) -> int:
+    """Clusters resident at once when the driver's occupancy is not known: CTAs per SM from
+    shared memory (1 KB reserved per CTA) and threads, times SMs, over P."""
+    per_cta = smem_per_cta(spec, Variant("cluster", P, threads), N) + 1024
+    ctas_per_sm = min(profile.smem_per_sm_bytes // per_cta, 2048 // threads, 32)
+    return max(1, ctas_per_sm * profile.sm_count // P)
+
+
+def evaluate(spec: ReductionSpec, M: int, N: int, profile: DeviceProfile, measured: Measured,
+             sizes: Iterable[int] = CLUSTER_SIZES, ablation: bool = False) -> Verdict:
+    """Every term of Eq. 3-9 for each cluster size in ``sizes``."""
+    b = spec.bytes
+    f_hz = profile.sm_clock_ghz * 1e9
+    prim = profile.dsmem
+    terms = []
+    for P in sizes:
+        reason = legality(spec, Variant("cluster", P), N, profile.smem_per_block_bytes,
+                          profile.max_cluster_size)
+        if reason is None and P not in measured.control_excess_ms:
+            reason = f"no control-kernel timing for P = {P} at this shape"
+        if reason is not None:
+            terms.append(Terms(P, False, reason))
+            continue
+        resident = (measured.resident_clusters or {}).get(P) or resident_estimate(spec, P, N, profile)
+        waves = math.ceil(M / resident)
+        slice_bytes = math.ceil(N / P) * b.keep
+        if ablation:
+            t_save = M * N * b.reread / (profile.hbm_tbps * 1e12) * 1e3
+            t_deposit = waves * slice_bytes / (f_hz * prim.local_store_bpc) * 1e3
+        else:
+            t_save = measured.baseline_ms * b.reread / b.baseline
+            achieved = M * N * b.baseline / (measured.baseline_ms * 1e-3)  # B/s
+            source_bpc = achieved / (f_hz * profile.sm_count)
+            excess = max(1 / prim.local_store_bpc - 1 / source_bpc, 0.0)
+            t_deposit = waves * slice_bytes * excess / f_hz * 1e3
+        t_replay = waves * slice_bytes / (f_hz * prim.local_read_bpc) * 1e3
+        t_dsm = waves * SCALAR_BYTES * (P - 1) * sum(b.stats_per_stage) / (
+            f_hz * prim.remote_store_bpc) * 1e3
+        terms.append(Terms(P, True, None, waves, t_save, max(measured.control_excess_ms[P], 0.0),
+                           t_replay, t_deposit, t_dsm))
+    return Verdict(tuple(terms))
+
+
+def crossover(verdicts: Mapping[int, Verdict]) -> int | None:
+    """N*: the smallest width whose verdict is profitable (None when none is)."""
+    return min((N for N, v in verdicts.items() if v.profitable), default=None)
