@@ -27,7 +27,7 @@ from smemkit.hw.environment import device_block
 from smemkit.hw.profile import select_profile
 from smemkit.reduction import BUILTIN, reference, run
 from smemkit.reduction.calibrate import measure
-from smemkit.reduction.cost_model import crossover, evaluate
+from smemkit.reduction.cost_model import crossover, evaluate, shape_of
 from smemkit.reduction.reference import relative_error
 from smemkit.reduction.workloads import example_inputs
 from smemkit.runtime.timing import time_gpu
@@ -47,8 +47,8 @@ def shape(name: str, N: int, profile) -> dict:
     M = ROWS.get(name, 4096)
     tensors, scalars = example_inputs(name, M, N, device="cuda")
     measured, t_b_variant = measure(spec, tensors, scalars)
-    model = evaluate(spec, M, N, profile, measured)
-    ablation = evaluate(spec, M, N, profile, measured, ablation=True)
+    model = evaluate(shape_of(spec, M, N), profile, measured)
+    ablation = evaluate(shape_of(spec, M, N), profile, measured, ablation=True)
     want = reference(spec, tensors, scalars)
     cluster_ms: dict[int, float] = {}
     worst_err = 0.0

@@ -36,3 +36,22 @@ def test_python_dash_m_entry_point():
     done = subprocess.run([sys.executable, "-m", "smemkit", "cache", "info"],
                           capture_output=True, text=True, timeout=120)
     assert done.returncode == 0 and "entries" in done.stdout
+
+
+def test_advise_on_the_paper_h100_without_gpu(capsys):
+    assert main(["advise", "layernorm_bwd", "--rows", "2048", "--width", "65536",
+                 "--profile", "h100"]) == 0
+    out = capsys.readouterr().out
+    assert "T_save" in out and "verdict: use the cluster kernel" in out
+    assert "measured: CREDIT repository" in out and "crossover" in out
+
+
+def test_advise_user_spec_file_is_estimated(capsys):
+    assert main(["advise", "examples/rmsnorm_bwd.py", "--rows", "64", "--width", "1024",
+                 "--profile", "h200"]) == 0
+    assert "estimated from profile 'h200_sxm'" in capsys.readouterr().out
+
+
+def test_advise_bad_workload_is_a_clear_error(capsys):
+    assert main(["advise", "nope", "--rows", "1", "--width", "1"]) == 2
+    assert "neither a built-in" in capsys.readouterr().err

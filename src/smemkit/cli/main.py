@@ -6,11 +6,11 @@ import argparse
 import sys
 from collections.abc import Sequence
 
-from smemkit.cli import cache_cmd, info_cmd, probe_cmd
+from smemkit.cli import advise_cmd, cache_cmd, info_cmd, probe_cmd
 from smemkit.errors import SmemkitError
 
 # Each module adds its subcommand(s) with register(subparsers); parts append theirs here.
-COMMANDS = (info_cmd, probe_cmd, cache_cmd)
+COMMANDS = (advise_cmd, info_cmd, probe_cmd, cache_cmd)
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -4,6 +4,7 @@
 selection rule picks; ``run(spec, tensors, scalars)`` runs any user-written spec.
 """
 
+from smemkit.reduction.advise import explain
 from smemkit.reduction.api import (
     choose_variant,
     lars,
@@ -19,6 +20,6 @@ from smemkit.reduction.reference import reference
 from smemkit.reduction.spec import Output, ReductionSpec, Stage, Stat
 from smemkit.reduction.workloads import BUILTIN
 
-__all__ = ["BUILTIN", "Output", "ReductionSpec", "Stage", "Stat", "choose_variant", "lars",
+__all__ = ["BUILTIN", "Output", "ReductionSpec", "Stage", "Stat", "choose_variant", "explain", "lars",
            "layernorm_bwd", "legal_variants", "pearson_bwd", "quant_int8", "reference", "run",
            "softmax_bwd", "wvar_bwd"]

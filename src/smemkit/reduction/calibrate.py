@@ -70,4 +70,4 @@ def measure(spec: ReductionSpec, tensors: Mapping[str, torch.Tensor], scalars: M
             resident[P] = resident_clusters(kernel, variant, dynamic_smem_bytes(spec, variant, N))
         except UnsupportedDeviceError:
             continue
-    return Measured(t_b, excess, resident), which
+    return Measured(t_b, excess, resident, baseline_variant=which), which

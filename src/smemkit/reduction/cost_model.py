@@ -5,7 +5,9 @@ Every term is a time in milliseconds for the whole (M, N) problem:
 - legality (Eq. 3): the slice of the staged inputs and columns, plus fixed scratch, fits the
   per-CTA shared-memory limit;
 - T_save (Eq. 7): the re-read time the cluster kernel avoids, at the *achieved* bandwidth of the
-  best non-cluster kernel at this shape: T_B x b_reread / b_B (one timing of that kernel);
+  best non-cluster kernel at this shape: T_B x b_reread / b_B (one timing of that kernel). When
+  that kernel is the one-CTA staged one, it reads every element once and T_save is 0 (the paper
+  applies Eq. 7 to either baseline; its remaining errors were all at staged-baseline points);
 - T_ctrl: the excess time of a work-free control kernel with the same grid, P, dynamic shared
   memory and exchanges, over a one-CTA control (measured; see ``control`` variants in codegen);
 - W(M, P) (Eq. 8): sequential cluster waves, ceil(M / resident clusters);
@@ -24,12 +26,12 @@ bandwidth by the profile's HBM bandwidth in T_save and charges the whole staging
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 
 from smemkit.hw.profile import DeviceProfile
 from smemkit.reduction.codegen import Variant
-from smemkit.reduction.kernels import legality, smem_per_cta
+from smemkit.reduction.kernels import smem_per_cta
 from smemkit.reduction.spec import ReductionSpec
 
 SCALAR_BYTES = 4
@@ -37,13 +39,41 @@ CLUSTER_SIZES = (2, 4, 8, 16)
 
 
 @dataclass(frozen=True)
+class KernelShape:
+    """What the model needs to know about a workload's kernels at (M, N).
+
+    ``baseline_bytes`` (b_B) and ``reread_bytes`` (b_reread) are per element for the global
+    re-read kernel; ``keep_bytes`` (b_keep) what the cluster kernel stages; ``smem_per_cta(P)``
+    its shared memory per CTA (Eq. 3); ``stats`` the partials per stage (q_l).
+    """
+
+    M: int
+    N: int
+    baseline_bytes: float
+    reread_bytes: float
+    keep_bytes: float
+    stats: tuple[int, ...]
+    smem_per_cta: Callable[[int], int]
+
+
+def shape_of(spec: ReductionSpec, M: int, N: int) -> KernelShape:
+    """The kernel shape of a spec's generated variants."""
+    b = spec.bytes
+    return KernelShape(M, N, b.baseline, b.reread, b.keep, b.stats_per_stage,
+                       lambda P: smem_per_cta(spec, Variant("cluster", P), N))
+
+
+@dataclass(frozen=True)
 class Measured:
-    """The timings the model needs at one shape: T_B and T_ctrl per P (ms), and, when known,
-    the resident clusters per P (driver occupancy; otherwise estimated from shared memory)."""
+    """The timings the model needs at one shape: T_B and T_ctrl per P (ms), which non-cluster
+    kernel T_B timed (``reread`` re-reads global memory; ``staged`` reads each element once, so
+    the cluster kernel has no re-read to save against it), and, when known, the resident
+    clusters per P (driver occupancy; otherwise estimated from shared memory)."""
 
     baseline_ms: float
     control_excess_ms: Mapping[int, float]
     resident_clusters: Mapping[int, int] | None = None
+    baseline_variant: str = "reread"
 
 
 @dataclass(frozen=True)
@@ -85,45 +115,49 @@ class Verdict:
         return best is not None and best.delta > 0
 
 
-def resident_estimate(spec: ReductionSpec, P: int, N: int, profile: DeviceProfile,
-                      threads: int = 256) -> int:
+def resident_estimate(shape: KernelShape, P: int, profile: DeviceProfile, threads: int = 256) -> int:
     """Clusters resident at once when the driver's occupancy is not known: CTAs per SM from
     shared memory (1 KB reserved per CTA) and threads, times SMs, over P."""
-    per_cta = smem_per_cta(spec, Variant("cluster", P, threads), N) + 1024
+    per_cta = shape.smem_per_cta(P) + 1024
     ctas_per_sm = min(profile.smem_per_sm_bytes // per_cta, 2048 // threads, 32)
     return max(1, ctas_per_sm * profile.sm_count // P)
 
 
-def evaluate(spec: ReductionSpec, M: int, N: int, profile: DeviceProfile, measured: Measured,
+def evaluate(shape: KernelShape, profile: DeviceProfile, measured: Measured,
              sizes: Iterable[int] = CLUSTER_SIZES, ablation: bool = False) -> Verdict:
     """Every term of Eq. 3-9 for each cluster size in ``sizes``."""
-    b = spec.bytes
+    M, N = shape.M, shape.N
     f_hz = profile.sm_clock_ghz * 1e9
     prim = profile.dsmem
+    rereads = measured.baseline_variant != "staged"
     terms = []
     for P in sizes:
-        reason = legality(spec, Variant("cluster", P), N, profile.smem_per_block_bytes,
-                          profile.max_cluster_size)
-        if reason is None and P not in measured.control_excess_ms:
+        need = shape.smem_per_cta(P)
+        reason = None
+        if P > profile.max_cluster_size:
+            reason = f"cluster size {P} exceeds the GPU's maximum {profile.max_cluster_size}"
+        elif need > profile.smem_per_block_bytes:
+            reason = (f"needs {need} B of shared memory per CTA, above the "
+                      f"{profile.smem_per_block_bytes} B limit (Eq. 3)")
+        elif P not in measured.control_excess_ms:
             reason = f"no control-kernel timing for P = {P} at this shape"
         if reason is not None:
             terms.append(Terms(P, False, reason))
             continue
-        resident = (measured.resident_clusters or {}).get(P) or resident_estimate(spec, P, N, profile)
+        resident = (measured.resident_clusters or {}).get(P) or resident_estimate(shape, P, profile)
         waves = math.ceil(M / resident)
-        slice_bytes = math.ceil(N / P) * b.keep
+        slice_bytes = math.ceil(N / P) * shape.keep_bytes
         if ablation:
-            t_save = M * N * b.reread / (profile.hbm_tbps * 1e12) * 1e3
+            t_save = M * N * shape.reread_bytes / (profile.hbm_tbps * 1e12) * 1e3
             t_deposit = waves * slice_bytes / (f_hz * prim.local_store_bpc) * 1e3
         else:
-            t_save = measured.baseline_ms * b.reread / b.baseline
-            achieved = M * N * b.baseline / (measured.baseline_ms * 1e-3)  # B/s
+            t_save = measured.baseline_ms * shape.reread_bytes / shape.baseline_bytes if rereads else 0.0
+            achieved = M * N * shape.baseline_bytes / (measured.baseline_ms * 1e-3)  # B/s
             source_bpc = achieved / (f_hz * profile.sm_count)
             excess = max(1 / prim.local_store_bpc - 1 / source_bpc, 0.0)
             t_deposit = waves * slice_bytes * excess / f_hz * 1e3
         t_replay = waves * slice_bytes / (f_hz * prim.local_read_bpc) * 1e3
-        t_dsm = waves * SCALAR_BYTES * (P - 1) * sum(b.stats_per_stage) / (
-            f_hz * prim.remote_store_bpc) * 1e3
+        t_dsm = waves * SCALAR_BYTES * (P - 1) * sum(shape.stats) / (f_hz * prim.remote_store_bpc) * 1e3
         terms.append(Terms(P, True, None, waves, t_save, max(measured.control_excess_ms[P], 0.0),
                            t_replay, t_deposit, t_dsm))
     return Verdict(tuple(terms))

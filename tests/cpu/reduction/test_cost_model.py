@@ -7,7 +7,7 @@ import pytest
 
 from smemkit.hw.profile import DsmemPrimitives, builtin_profiles
 from smemkit.reduction import BUILTIN
-from smemkit.reduction.cost_model import Measured, crossover, evaluate
+from smemkit.reduction.cost_model import Measured, crossover, evaluate, shape_of
 
 PRIMS = DsmemPrimitives(local_load_cycles=30, remote_load_cycles=190, local_read_bpc=20.0,
                         remote_read_bpc=4.0, local_store_bpc=25.0, remote_store_bpc=20.0,
@@ -20,7 +20,7 @@ LN = BUILTIN["layernorm_bwd"]  # b_B 24, b_reread 12, b_keep 8, q = (1, 3)
 def test_terms_match_hand_computation():
     M, N, P = 2000, 65536, 8
     measured = Measured(baseline_ms=1.0, control_excess_ms={8: 0.05}, resident_clusters={8: 40})
-    (t,) = evaluate(LN, M, N, PROFILE, measured, sizes=(P,)).terms
+    (t,) = evaluate(shape_of(LN, M, N), PROFILE, measured, sizes=(P,)).terms
     assert t.legal and t.waves == 50  # ceil(2000 / 40)
     assert t.t_save == pytest.approx(1.0 * 12 / 24)  # Eq. 7 at the achieved bandwidth
     slice_bytes = 8192 * 8  # ceil(N / P) * b_keep
@@ -36,7 +36,7 @@ def test_terms_match_hand_computation():
 def test_deposit_charged_when_the_source_outruns_shared_memory_stores():
     # T_B so short that the per-SM input stream beats the local store rate
     measured = Measured(baseline_ms=0.1, control_excess_ms={8: 0.0}, resident_clusters={8: 40})
-    (t,) = evaluate(LN, 2000, 65536, PROFILE, measured, sizes=(8,)).terms
+    (t,) = evaluate(shape_of(LN, 2000, 65536), PROFILE, measured, sizes=(8,)).terms
     source_bpc = 2000 * 65536 * 24 / 0.1e-3 / (2.0e9 * 100)
     expected = 50 * 8192 * 8 * (1 / 25.0 - 1 / source_bpc) / 2.0e9 * 1e3
     assert t.t_deposit == pytest.approx(expected)
@@ -44,14 +44,14 @@ def test_deposit_charged_when_the_source_outruns_shared_memory_stores():
 
 def test_ablation_uses_peak_bandwidth_and_serialized_staging():
     measured = Measured(baseline_ms=1.0, control_excess_ms={8: 0.05}, resident_clusters={8: 40})
-    (t,) = evaluate(LN, 2000, 65536, PROFILE, measured, sizes=(8,), ablation=True).terms
+    (t,) = evaluate(shape_of(LN, 2000, 65536), PROFILE, measured, sizes=(8,), ablation=True).terms
     assert t.t_save == pytest.approx(2000 * 65536 * 12 / 4.0e12 * 1e3)
     assert t.t_deposit == pytest.approx(50 * 8192 * 8 / (2.0e9 * 25.0) * 1e3)
 
 
 def test_illegal_sizes_and_missing_controls_are_reported():
     measured = Measured(baseline_ms=1.0, control_excess_ms={4: 0.0, 8: 0.0})
-    terms = {t.P: t for t in evaluate(LN, 2048, 65536, PROFILE, measured).terms}
+    terms = {t.P: t for t in evaluate(shape_of(LN, 2048, 65536), PROFILE, measured).terms}
     assert not terms[2].legal and "shared memory" in terms[2].reason  # 3 x 32K x 4 B per CTA
     assert not terms[16].legal and "no control-kernel timing" in terms[16].reason
     assert terms[2].delta == -math.inf
@@ -60,8 +60,15 @@ def test_illegal_sizes_and_missing_controls_are_reported():
 def test_verdict_and_crossover():
     cheap = Measured(baseline_ms=1.0, control_excess_ms={8: 0.0}, resident_clusters={8: 40})
     costly = Measured(baseline_ms=1.0, control_excess_ms={8: 10.0}, resident_clusters={8: 40})
-    win = evaluate(LN, 2000, 65536, PROFILE, cheap, sizes=(8,))
-    lose = evaluate(LN, 2000, 32768, PROFILE, costly, sizes=(8,))
+    win = evaluate(shape_of(LN, 2000, 65536), PROFILE, cheap, sizes=(8,))
+    lose = evaluate(shape_of(LN, 2000, 32768), PROFILE, costly, sizes=(8,))
     assert win.profitable and win.best.P == 8 and not lose.profitable
     assert crossover({32768: lose, 65536: win}) == 65536
     assert crossover({32768: lose}) is None
+
+
+def test_a_staged_baseline_leaves_nothing_to_save():
+    measured = Measured(baseline_ms=1.0, control_excess_ms={8: 0.0}, resident_clusters={8: 40},
+                        baseline_variant="staged")
+    (t,) = evaluate(shape_of(LN, 2000, 65536), PROFILE, measured, sizes=(8,)).terms
+    assert t.t_save == 0.0 and t.delta < 0

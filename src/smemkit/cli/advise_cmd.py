@@ -1,0 +1,48 @@
+"""``smemkit advise``: will a thread-block cluster (DSMEM) pay for this workload and shape?"""
+
+from __future__ import annotations
+
+import argparse
+
+from rich.console import Console
+from rich.table import Table
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("advise", help="CREDIT cost model: does the cluster kernel pay, at which P?")
+    p.add_argument("workload", help="built-in workload name or path/to/spec.py")
+    p.add_argument("--rows", type=int, required=True, help="rows M")
+    p.add_argument("--width", type=int, required=True, help="row width N")
+    p.add_argument("--profile", help="h100, h200, rtx5090 or a profile JSON (default: this GPU's)")
+    p.set_defaults(run=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    from smemkit.reduction.advise import explain
+
+    e = explain(args.workload, args.rows, args.width, args.profile)
+    console = Console()
+    table = Table(title=f"{e.workload}, M = {e.M}, N = {e.N} on {e.profile.name} (times in ms)")
+    for col in ("P", "legal", "waves", "T_save", "T_ctrl", "T_replay", "T_deposit", "T_DSM", "ΔT"):
+        table.add_column(col, justify="right")
+    for t in e.verdict.terms:
+        if not t.legal:
+            table.add_row(str(t.P), "no", *["-"] * 7)
+            continue
+        table.add_row(str(t.P), "yes", str(t.waves), *(f"{v:.4f}" for v in (
+            t.t_save, t.t_ctrl, t.t_replay, t.t_deposit, t.t_dsm, t.delta)))
+    console.print(table)
+    for t in e.verdict.terms:
+        if not t.legal:
+            console.print(f"P = {t.P} not legal: {t.reason}")
+    console.print(f"inputs: {e.inputs}")
+    best = e.verdict.best
+    if e.verdict.profitable:
+        console.print(f"[bold]verdict: use the cluster kernel with P = {best.P}[/bold] "
+                      f"(predicted saving {best.delta:.4f} ms)")
+    else:
+        console.print("[bold]verdict: keep the non-cluster kernel[/bold] (no legal P has ΔT > 0)")
+    where = ", ".join(str(w) for w in e.crossover_widths)
+    console.print(f"predicted crossover N* over widths {{{where}}}: "
+                  f"{e.crossover if e.crossover else 'none (never pays)'}")
+    return 0

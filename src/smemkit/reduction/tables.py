@@ -1,0 +1,80 @@
+"""Embedded measurement tables the cost model can run from without a GPU.
+
+- ``h100_sxm``: the CREDIT paper's H100 measurements of *its own* kernels (repository data in
+  ``data/h100_credit.json``, with their byte metadata: b_B, b_reread, b_keep, q per stage).
+- ``h200_sxm``: smemkit's kernels measured on the H200 by ``benchmarks/credit_eval.py``
+  (``data/h200_smemkit.json``: T_B and which kernel gave it, T_ctrl per P, resident clusters).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from dataclasses import dataclass
+from functools import cache
+from importlib import resources
+
+from smemkit.reduction.cost_model import KernelShape, Measured, shape_of
+from smemkit.reduction.workloads import BUILTIN
+
+
+@dataclass(frozen=True)
+class TablePoint:
+    """One measured (workload, M, N): the model's inputs and what was measured afterwards."""
+
+    workload: str
+    shape: KernelShape
+    measured: Measured
+    cluster_ms: dict[int, float]
+    source: str
+
+
+def _load(name: str) -> dict:
+    return json.loads(resources.files("smemkit").joinpath(f"reduction/data/{name}").read_text())
+
+
+def _ints(d: dict | None) -> dict[int, float]:
+    return {int(k): v for k, v in (d or {}).items() if v is not None}
+
+
+@cache
+def h100_credit() -> tuple[TablePoint, ...]:
+    """CREDIT's H100 table; W(M, P) as the paper assumes (one staged CTA per SM: S/P clusters)."""
+    data = _load("h100_credit.json")
+    meta = data["workload_model_params"]
+    points = []
+    for r in data["records"]:
+        m = meta[r["workload"]]
+        keep = m["staged_bytes_per_element"]
+        shape = KernelShape(r["rows"], r["N"], m["modeled_bytes_per_element"],
+                            m["reread_bytes_per_element"], keep, tuple(m["reductions_per_stage"]),
+                            lambda P, N=r["N"], keep=keep: math.ceil(N / P) * keep)
+        controls = _ints(r["control_excess_ms"])
+        measured = Measured(r["cuda_ms"], controls, {P: data["sm_count"] // P for P in controls})
+        points.append(TablePoint(r["workload"], shape, measured, _ints(r["cluster_ms"]),
+                                 "CREDIT repository results/h100 (" + data["source"][:60] + "...)"))
+    return tuple(points)
+
+
+@cache
+def h200_smemkit() -> tuple[TablePoint, ...]:
+    """smemkit's H200 calibration (benchmarks/results/h200/credit_eval.json, inputs only)."""
+    data = _load("h200_smemkit.json")
+    points = []
+    for r in data["records"]:
+        spec = BUILTIN[r["workload"]]
+        measured = Measured(r["baseline_ms"], _ints(r["control_excess_ms"]),
+                            {int(k): v for k, v in r["resident_clusters"].items()},
+                            baseline_variant=r["baseline_variant"])
+        points.append(TablePoint(r["workload"], shape_of(spec, r["M"], r["N"]), measured,
+                                 _ints(r["cluster_ms"]), data["source"]))
+    return tuple(points)
+
+
+TABLES = {"h100_sxm": h100_credit, "h200_sxm": h200_smemkit}
+
+
+def table_for(profile_name: str) -> tuple[TablePoint, ...]:
+    """The embedded table of a profile (empty when none is embedded)."""
+    loader = TABLES.get(profile_name)
+    return loader() if loader else ()

@@ -1,0 +1,39 @@
+"""The model on the embedded tables: CREDIT's own H100 predictions reproduced, H200 accuracy."""
+
+import dataclasses
+
+from smemkit.hw.profile import builtin_profiles
+from smemkit.reduction.cost_model import evaluate
+from smemkit.reduction.tables import _load, h100_credit, h200_smemkit
+
+
+def test_h100_table_reproduces_credits_own_predictions():
+    """Our Eq. 3-9 on CREDIT's H100 data, with the paper's conventions (T_save from either
+    baseline), must give exactly the predictions CREDIT's cost model made."""
+    profile = builtin_profiles()["h100_sxm"]
+    records = {(r["workload"], r["N"]): r for r in _load("h100_credit.json")["records"]}
+    agree = 0
+    for point in h100_credit():
+        verdict = evaluate(point.shape, profile, point.measured, sizes=(2, 4, 8))
+        agree += verdict.profitable == records[(point.workload, point.shape.N)]["credit_predicted_profitable"]
+    assert agree == 30
+
+
+def test_h100_accuracy_is_the_papers_28_of_30():
+    profile = builtin_profiles()["h100_sxm"]
+    correct = 0
+    for point in h100_credit():
+        verdict = evaluate(point.shape, profile, point.measured, sizes=(2, 4, 8))
+        measured_win = min(point.cluster_ms.values()) < point.measured.baseline_ms
+        correct += verdict.profitable == measured_win
+    assert correct == 28
+
+
+def test_h200_table_covers_the_30_points():
+    points = h200_smemkit()
+    assert len(points) == 30
+    profile = builtin_profiles()["h200_sxm"]
+    for p in points:
+        v = evaluate(p.shape, profile, p.measured)
+        assert v.best is not None  # at least one legal P everywhere
+        assert dataclasses.is_dataclass(v.best)
