@@ -8,9 +8,10 @@ from collections.abc import Sequence
 
 from smemkit.cli import advise_cmd, cache_cmd, info_cmd, probe_cmd
 from smemkit.errors import SmemkitError
+from smemkit.offload import cli as offload_cli
 
 # Each module adds its subcommand(s) with register(subparsers); parts append theirs here.
-COMMANDS = (advise_cmd, info_cmd, probe_cmd, cache_cmd)
+COMMANDS = (advise_cmd, info_cmd, probe_cmd, cache_cmd, offload_cli)
 
 
 def build_parser() -> argparse.ArgumentParser:

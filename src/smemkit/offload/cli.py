@@ -1,0 +1,119 @@
+"""``smemkit offload plan``: per-op offload ratios for a model, batch, context and GPU budget.
+
+Runs on the CPU only: it evaluates DAK's cost model, it does not run kernels.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+
+from rich.console import Console
+from rich.table import Table
+
+from smemkit.offload.costmodel import hardware_from_profile
+from smemkit.offload.models import BUILTIN_MODELS, decode_ops, host_resident_bytes, load_model
+from smemkit.offload.planner import (
+    GIB,
+    by_kind,
+    greedy_plan,
+    oracle_plan,
+    required_offload_bytes,
+    total_bytes,
+    uniform_plan,
+)
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("offload", help="DAK offloading: plan per-op host/HBM splits (cost model, no GPU)")
+    actions = p.add_subparsers(dest="offload_action", required=True, metavar="ACTION")
+    plan = actions.add_parser(
+        "plan", help="per-op offload ratios: DAK greedy vs uniform vs exact oracle",
+        description="Predict one decode step's time with weights+KV split between HBM and pinned "
+        "host memory, for DAK's greedy per-op ratios, one uniform ratio, and the exact optimum.")
+    plan.add_argument("--model", required=True,
+                      help=f"HuggingFace config.json (file or folder) or one of {', '.join(BUILTIN_MODELS)}")
+    plan.add_argument("--batch", type=int, required=True, help="sequences decoded together (B)")
+    plan.add_argument("--seq", type=int, required=True, help="context length in tokens (L)")
+    plan.add_argument("--gpu-mem", type=float, required=True,
+                      help="GiB of HBM for weights + KV cache (leave out activations and workspace)")
+    plan.add_argument("--profile", help="device profile: h100, h200, rtx5090 or a profile JSON file")
+    plan.add_argument("--tflops", type=float, help="dense bf16 TFLOP/s (default: per profile)")
+    plan.add_argument("--host-gbps", type=float, help="host link GB/s (default: the profile's copy rate)")
+    plan.add_argument("--hbm-tbps", type=float, help="HBM TB/s (default: the profile's)")
+    plan.add_argument("--exact-budget", action="store_true",
+                      help="offload exactly the required bytes (DAK's equality) instead of at least them")
+    plan.add_argument("--json", action="store_true", help="print the plans as JSON")
+    plan.set_defaults(run=run)
+
+
+def run(args: argparse.Namespace, console: Console | None = None) -> int:
+    from smemkit.hw.profile import select_profile
+
+    console = console or Console()
+    cfg = load_model(args.model)
+    ops = decode_ops(cfg, args.batch, args.seq)
+    profile, reason = select_profile(args.profile)
+    hw = hardware_from_profile(profile, tflops=args.tflops, host_gbps=args.host_gbps,
+                               hbm_tbps=args.hbm_tbps)
+    gpu_bytes = args.gpu_mem * GIB if math.isfinite(args.gpu_mem) else args.gpu_mem
+    required = required_offload_bytes(ops, gpu_bytes)
+    greedy = greedy_plan(ops, hw, required, exact=args.exact_budget)
+    uniform = uniform_plan(ops, hw, required)
+    oracle = oracle_plan(ops, hw, required, exact=args.exact_budget)
+    held = total_bytes(ops)
+    kv = sum(op.weight_bytes for op in ops if op.kind == "attention")
+    plans = {"greedy": greedy, "uniform": uniform, "oracle": oracle}
+    kinds = {name: by_kind(ops, plan, hw) for name, plan in plans.items()}
+
+    if args.json:
+        out = {
+            "model": cfg.name, "batch": args.batch, "seq": args.seq, "gpu_mem_gib": args.gpu_mem,
+            "profile": profile.name,
+            "hardware": {"hbm_bytes_per_s": hw.hbm_bytes_per_s, "host_bytes_per_s": hw.host_bytes_per_s,
+                         "flops_per_s": hw.flops_per_s, "sources": hw.sources},
+            "weight_bytes": held - kv, "kv_bytes": kv, "host_resident_bytes": host_resident_bytes(cfg),
+            "required_offload_bytes": required, "exact_budget": args.exact_budget,
+            "plans": {name: {"time_s": p.time_s, "offloaded_bytes": p.offloaded_bytes,
+                             "by_kind": [{"kind": k.kind, "count": k.count, "bytes": k.bytes,
+                                          "ratio": k.ratio, "time_s": k.time_s, "bound": k.bound}
+                                         for k in kinds[name]]}
+                      for name, p in plans.items()},
+        }
+        print(json.dumps(out, indent=2))
+        return 0
+
+    console.print(f"[bold]offload plan[/bold]  {cfg.name}: batch {args.batch}, context {args.seq}, "
+                  f"bf16, {len(ops)} ops per decode step")
+    console.print(f"  profile  {profile.name}: {reason}")
+    console.print(f"  B_g {hw.hbm_bytes_per_s / 1e12:.3f} TB/s  ({hw.sources['B_g']})")
+    console.print(f"  B_h {hw.host_bytes_per_s / 1e9:.1f} GB/s  ({hw.sources['B_h']})")
+    console.print(f"  F   {hw.flops_per_s / 1e12:.1f} TFLOP/s  ({hw.sources['F']})")
+    console.print(f"  balanced ratio B_h/(B_h+B_g) = {hw.balanced_ratio:.2%}")
+    emb = host_resident_bytes(cfg)
+    console.print(f"  weights {(held - kv) / GIB:.2f} GiB + KV {kv / GIB:.2f} GiB = {held / GIB:.2f} GiB; "
+                  f"GPU budget {args.gpu_mem:.2f} GiB -> must offload {required / GIB:.2f} GiB "
+                  f"({required / held:.1%})" + (f"; input embedding {emb / GIB:.2f} GiB kept in host "
+                                                 "memory (B rows read per step)" if emb else ""))
+
+    table = Table(title="Offload ratio per op type (the same in every layer)")
+    for col in ("op", "n", "GiB", "bound", "greedy", "uniform", "oracle", "greedy ms"):
+        table.add_column(col, justify="left" if col in ("op", "bound") else "right")
+    for g, u, o in zip(kinds["greedy"], kinds["uniform"], kinds["oracle"], strict=True):
+        table.add_row(g.kind, str(g.count), f"{g.bytes / GIB:.2f}", g.bound, f"{g.ratio:.1%}",
+                      f"{u.ratio:.1%}", f"{o.ratio:.1%}", f"{g.time_s * 1e3:.2f}")
+    console.print(table)
+
+    mode = "exactly" if args.exact_budget else "at least"
+    console.print(f"Predicted decode step (time per output token), offloading {mode} the required bytes:")
+    for name, plan in plans.items():
+        console.print(f"  {name:8s} {plan.time_s * 1e3:9.3f} ms  {args.batch / plan.time_s:10.1f} tokens/s  "
+                      f"offloads {plan.offloaded_bytes / GIB:.2f} GiB")
+    gap = (greedy.time_s - oracle.time_s) / oracle.time_s
+    console.print(f"  greedy vs oracle: {gap:+.2e} relative; uniform / greedy = "
+                  f"{uniform.time_s / greedy.time_s:.3f}x")
+    console.print("  (cost model only, not measured: max(C/F, (1-x)W/B_g, xW/B_h) per op. Bytes beyond the "
+                  "turning points cost 1/B_h each on any op, so greedy and oracle ratios may differ at "
+                  "equal time.)")
+    return 0

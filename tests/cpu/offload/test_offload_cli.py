@@ -1,0 +1,68 @@
+"""``smemkit offload plan`` (registered on a private parser: main.py wires it in separately)."""
+
+import argparse
+import json
+
+import pytest
+
+from smemkit.errors import InvalidArgumentError
+from smemkit.offload import cli
+
+
+def invoke(argv):
+    parser = argparse.ArgumentParser(prog="smemkit")
+    cli.register(parser.add_subparsers(dest="command", required=True))
+    args = parser.parse_args(argv)
+    return args.run(args)
+
+
+def test_plan_prints_ratios_and_three_times(capsys, monkeypatch):
+    monkeypatch.setenv("COLUMNS", "200")  # rich wraps at 80 columns when not on a terminal
+    assert invoke(["offload", "plan", "--model", "llama-3-70b", "--batch", "8", "--seq", "2048",
+                   "--gpu-mem", "80", "--profile", "h200"]) == 0
+    out = capsys.readouterr().out
+    for word in ("qkv_proj", "attention", "down_proj", "lm_head", "greedy", "uniform", "oracle",
+                 "must offload", "790.0 TFLOP/s"):
+        assert word in out, word
+
+
+def test_plan_json_is_consistent(capsys):
+    assert invoke(["offload", "plan", "--model", "opt-30b", "--batch", "512", "--seq", "128",
+                   "--gpu-mem", "139", "--profile", "h100", "--tflops", "800", "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    plans = out["plans"]
+    assert out["hardware"]["flops_per_s"] == 800e12 and out["hardware"]["sources"]["F"] == "--tflops"
+    assert plans["greedy"]["time_s"] < plans["uniform"]["time_s"]  # 0.8 GiB fits under the plateaus
+    assert plans["greedy"]["time_s"] == pytest.approx(plans["oracle"]["time_s"], rel=1e-9)
+    assert plans["greedy"]["offloaded_bytes"] >= out["required_offload_bytes"] * (1 - 1e-12)
+    assert {k["kind"] for k in plans["greedy"]["by_kind"]} >= {"fc1", "fc2", "attention"}
+
+
+def test_plan_from_config_json_and_exact_budget(tmp_path, capsys):
+    cfg = {"model_type": "llama", "hidden_size": 1024, "intermediate_size": 4096, "num_attention_heads": 16,
+           "num_key_value_heads": 4, "num_hidden_layers": 4, "vocab_size": 32000}
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps(cfg))
+    assert invoke(["offload", "plan", "--model", str(path), "--batch", "1", "--seq", "64",
+                   "--gpu-mem", "0.05", "--profile", "h200", "--exact-budget", "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["plans"]["greedy"]["offloaded_bytes"] == pytest.approx(out["required_offload_bytes"])
+
+
+@pytest.mark.parametrize("extra,word", [
+    (["--model", "nope"], "built-in model"),
+    (["--model", "opt-30b", "--tflops", "0"], "--tflops"),
+    (["--model", "opt-30b", "--gpu-mem", "-1"], "--gpu-mem"),
+    (["--model", "opt-30b", "--batch", "0"], "--batch"),
+    (["--model", "opt-30b", "--profile", "tpu"], "neither an embedded profile"),
+])
+def test_bad_arguments_are_invalid_argument_errors(extra, word):
+    argv = ["offload", "plan", "--batch", "8", "--seq", "64", "--gpu-mem", "40", "--profile", "h200"]
+    argv += extra  # argparse keeps the last value of a repeated option
+    with pytest.raises(InvalidArgumentError, match=word):
+        invoke(argv)
+
+
+def test_offload_needs_an_action():
+    with pytest.raises(SystemExit):
+        invoke(["offload"])
