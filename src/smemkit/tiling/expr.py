@@ -60,13 +60,6 @@ def parse(text: str) -> ast.Expression:
     return tree
 
 
-def free_names(text: str) -> set[str]:
-    """Variable names the expression reads (function names excluded)."""
-    tree = parse(text)
-    called = {id(n.func) for n in ast.walk(tree) if isinstance(n, ast.Call)}
-    return {n.id for n in ast.walk(tree) if isinstance(n, ast.Name) and id(n) not in called}
-
-
 def evaluate(text: str, env: Mapping[str, int]) -> int | bool | tuple:
     """Value of ``text`` with the variables in ``env``; unknown names raise InvalidArgumentError."""
     return _eval(parse(text).body, env, text)

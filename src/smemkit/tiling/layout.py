@@ -12,6 +12,7 @@ import dataclasses
 import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from functools import cached_property
 
 from smemkit.errors import InvalidArgumentError
 from smemkit.tiling.swizzle import Swizzle
@@ -64,7 +65,7 @@ class SmemLayout:
         """Elements between consecutive rows (innermost dimension plus padding)."""
         return self.shape[-1] + self.pad
 
-    @property
+    @cached_property
     def strides(self) -> tuple[int, ...]:
         strides = [1]
         running = self.row_stride
@@ -73,7 +74,7 @@ class SmemLayout:
             running *= n
         return tuple(reversed(strides))
 
-    @property
+    @cached_property
     def elements(self) -> int:
         """Elements allocated, padding included."""
         return math.prod(self.shape[:-1]) * self.row_stride

@@ -21,7 +21,7 @@ from smemkit.errors import InvalidArgumentError
 
 @dataclass(frozen=True)
 class Swizzle:
-    """``Swizzle(B, M, S)``: XOR ``B`` bits at ``M + S`` into the ``B`` bits at ``M`` (offsets in elements)."""
+    """``Swizzle(B, M, S)``: XOR the ``B`` bits at ``M + S`` into the ``B`` bits at ``M`` (in elements)."""
 
     B: int
     M: int
