@@ -107,6 +107,19 @@ def _round_half_even(u, USE_RINT: tl.constexpr):
 
 
 @triton.jit
+def _chunk(ptr, offs, mask, cached, other, ONE: tl.constexpr, LAST: tl.constexpr):
+    """One BLOCK of a row: the registers loaded once when the row fits in one block (ONE);
+    otherwise a load that keeps the data in L2 for a later pass, or streams it on the last."""
+    if ONE:
+        v = cached
+    elif LAST:
+        v = tl.load(ptr + offs, mask=mask, other=other, eviction_policy="evict_first")
+    else:
+        v = tl.load(ptr + offs, mask=mask, other=other, eviction_policy="evict_last")
+    return v
+
+
+@triton.jit
 def _layernorm_bwd_kernel(X, DY, GAMMA, DX, N, eps, BLOCK: tl.constexpr, ONE: tl.constexpr):
     row = tl.program_id(0).to(tl.int64)
     base = row * N
@@ -116,15 +129,16 @@ def _layernorm_bwd_kernel(X, DY, GAMMA, DX, N, eps, BLOCK: tl.constexpr, ONE: tl
         x1 = tl.load(X + base + cols, mask=m1, other=0.0)
         dy1 = tl.load(DY + base + cols, mask=m1, other=0.0)
         gam1 = tl.load(GAMMA + cols, mask=m1, other=0.0)
+    else:  # placeholders: only the ONE path reads them
+        x1 = 0.0
+        dy1 = 0.0
+        gam1 = 0.0
     # stage 1: mean
     acc_x = tl.zeros([BLOCK], dtype=tl.float32)
     for start in range(0, N, BLOCK):
         c = start + cols
         m = c < N
-        if ONE:
-            x = x1
-        else:
-            x = tl.load(X + base + c, mask=m, other=0.0, eviction_policy="evict_last")
+        x = _chunk(X, base + c, m, x1, 0.0, ONE, False)
         acc_x += x
     mu = tl.sum(acc_x, axis=0) / N
     # stage 2: centred variance, sum(g), sum(g * (x - mu)) with g = gamma * dy
@@ -134,14 +148,9 @@ def _layernorm_bwd_kernel(X, DY, GAMMA, DX, N, eps, BLOCK: tl.constexpr, ONE: tl
     for start in range(0, N, BLOCK):
         c = start + cols
         m = c < N
-        if ONE:
-            x = x1
-            dy = dy1
-            gam = gam1
-        else:
-            x = tl.load(X + base + c, mask=m, other=0.0, eviction_policy="evict_last")
-            dy = tl.load(DY + base + c, mask=m, other=0.0, eviction_policy="evict_last")
-            gam = tl.load(GAMMA + c, mask=m, other=0.0, eviction_policy="evict_last")
+        x = _chunk(X, base + c, m, x1, 0.0, ONE, False)
+        dy = _chunk(DY, base + c, m, dy1, 0.0, ONE, False)
+        gam = _chunk(GAMMA, c, m, gam1, 0.0, ONE, False)
         xc = tl.where(m, x - mu, 0.0)
         g = gam * dy
         acc_v += xc * xc
@@ -155,14 +164,9 @@ def _layernorm_bwd_kernel(X, DY, GAMMA, DX, N, eps, BLOCK: tl.constexpr, ONE: tl
     for start in range(0, N, BLOCK):
         c = start + cols
         m = c < N
-        if ONE:
-            x = x1
-            dy = dy1
-            gam = gam1
-        else:
-            x = tl.load(X + base + c, mask=m, other=0.0, eviction_policy="evict_first")
-            dy = tl.load(DY + base + c, mask=m, other=0.0, eviction_policy="evict_first")
-            gam = tl.load(GAMMA + c, mask=m, other=0.0, eviction_policy="evict_last")
+        x = _chunk(X, base + c, m, x1, 0.0, ONE, True)
+        dy = _chunk(DY, base + c, m, dy1, 0.0, ONE, True)
+        gam = _chunk(GAMMA, c, m, gam1, 0.0, ONE, False)
         xhat = (x - mu) * r
         dx = r * (gam * dy - a - xhat * b)
         tl.store(DX + base + c, dx, mask=m)
@@ -178,6 +182,10 @@ def _wvar_bwd_kernel(X, W, DY, DX, N, eps, BLOCK: tl.constexpr, ONE: tl.constexp
         x1 = tl.load(X + base + cols, mask=m1, other=0.0)
         w1 = tl.load(W + base + cols, mask=m1, other=0.0)
         dy1 = tl.load(DY + base + cols, mask=m1, other=0.0)
+    else:  # placeholders: only the ONE path reads them
+        x1 = 0.0
+        w1 = 0.0
+        dy1 = 0.0
     # stage 1: W = sum(w), sum(w * x), sum(dy)
     acc_w = tl.zeros([BLOCK], dtype=tl.float32)
     acc_wx = tl.zeros([BLOCK], dtype=tl.float32)
@@ -185,14 +193,9 @@ def _wvar_bwd_kernel(X, W, DY, DX, N, eps, BLOCK: tl.constexpr, ONE: tl.constexp
     for start in range(0, N, BLOCK):
         c = start + cols
         m = c < N
-        if ONE:
-            x = x1
-            w = w1
-            dy = dy1
-        else:
-            x = tl.load(X + base + c, mask=m, other=0.0, eviction_policy="evict_last")
-            w = tl.load(W + base + c, mask=m, other=0.0, eviction_policy="evict_last")
-            dy = tl.load(DY + base + c, mask=m, other=0.0, eviction_policy="evict_last")
+        x = _chunk(X, base + c, m, x1, 0.0, ONE, False)
+        w = _chunk(W, base + c, m, w1, 0.0, ONE, False)
+        dy = _chunk(DY, base + c, m, dy1, 0.0, ONE, False)
         acc_w += w
         acc_wx += w * x
         acc_dy += dy
@@ -205,14 +208,9 @@ def _wvar_bwd_kernel(X, W, DY, DX, N, eps, BLOCK: tl.constexpr, ONE: tl.constexp
     for start in range(0, N, BLOCK):
         c = start + cols
         m = c < N
-        if ONE:
-            x = x1
-            w = w1
-            dy = dy1
-        else:
-            x = tl.load(X + base + c, mask=m, other=0.0, eviction_policy="evict_last")
-            w = tl.load(W + base + c, mask=m, other=0.0, eviction_policy="evict_last")
-            dy = tl.load(DY + base + c, mask=m, other=0.0, eviction_policy="evict_last")
+        x = _chunk(X, base + c, m, x1, 0.0, ONE, False)
+        w = _chunk(W, base + c, m, w1, 0.0, ONE, False)
+        dy = _chunk(DY, base + c, m, dy1, 0.0, ONE, False)
         xc = tl.where(m, x - mu, 0.0)
         acc_v += w * xc * xc
         acc_dyx += dy * xc
@@ -224,14 +222,9 @@ def _wvar_bwd_kernel(X, W, DY, DX, N, eps, BLOCK: tl.constexpr, ONE: tl.constexp
     for start in range(0, N, BLOCK):
         c = start + cols
         m = c < N
-        if ONE:
-            x = x1
-            w = w1
-            dy = dy1
-        else:
-            x = tl.load(X + base + c, mask=m, other=0.0, eviction_policy="evict_first")
-            w = tl.load(W + base + c, mask=m, other=0.0, eviction_policy="evict_first")
-            dy = tl.load(DY + base + c, mask=m, other=0.0, eviction_policy="evict_first")
+        x = _chunk(X, base + c, m, x1, 0.0, ONE, True)
+        w = _chunk(W, base + c, m, w1, 0.0, ONE, True)
+        dy = _chunk(DY, base + c, m, dy1, 0.0, ONE, True)
         dx = r * dy - w * (c1 + c2 * (x - mu))
         tl.store(DX + base + c, dx, mask=m)
 
@@ -245,18 +238,17 @@ def _pearson_bwd_kernel(X, Y, G, DX, DYO, N, BLOCK: tl.constexpr, ONE: tl.conste
         m1 = cols < N
         x1 = tl.load(X + base + cols, mask=m1, other=0.0)
         y1 = tl.load(Y + base + cols, mask=m1, other=0.0)
+    else:  # placeholders: only the ONE path reads them
+        x1 = 0.0
+        y1 = 0.0
     # stage 1: means
     acc_x = tl.zeros([BLOCK], dtype=tl.float32)
     acc_y = tl.zeros([BLOCK], dtype=tl.float32)
     for start in range(0, N, BLOCK):
         c = start + cols
         m = c < N
-        if ONE:
-            x = x1
-            y = y1
-        else:
-            x = tl.load(X + base + c, mask=m, other=0.0, eviction_policy="evict_last")
-            y = tl.load(Y + base + c, mask=m, other=0.0, eviction_policy="evict_last")
+        x = _chunk(X, base + c, m, x1, 0.0, ONE, False)
+        y = _chunk(Y, base + c, m, y1, 0.0, ONE, False)
         acc_x += x
         acc_y += y
     mx = tl.sum(acc_x, axis=0) / N
@@ -268,12 +260,8 @@ def _pearson_bwd_kernel(X, Y, G, DX, DYO, N, BLOCK: tl.constexpr, ONE: tl.conste
     for start in range(0, N, BLOCK):
         c = start + cols
         m = c < N
-        if ONE:
-            x = x1
-            y = y1
-        else:
-            x = tl.load(X + base + c, mask=m, other=0.0, eviction_policy="evict_last")
-            y = tl.load(Y + base + c, mask=m, other=0.0, eviction_policy="evict_last")
+        x = _chunk(X, base + c, m, x1, 0.0, ONE, False)
+        y = _chunk(Y, base + c, m, y1, 0.0, ONE, False)
         a = tl.where(m, x - mx, 0.0)
         b = tl.where(m, y - my, 0.0)
         acc_aa += a * a
@@ -292,12 +280,8 @@ def _pearson_bwd_kernel(X, Y, G, DX, DYO, N, BLOCK: tl.constexpr, ONE: tl.conste
     for start in range(0, N, BLOCK):
         c = start + cols
         m = c < N
-        if ONE:
-            x = x1
-            y = y1
-        else:
-            x = tl.load(X + base + c, mask=m, other=0.0, eviction_policy="evict_first")
-            y = tl.load(Y + base + c, mask=m, other=0.0, eviction_policy="evict_first")
+        x = _chunk(X, base + c, m, x1, 0.0, ONE, True)
+        y = _chunk(Y, base + c, m, y1, 0.0, ONE, True)
         a = x - mx
         b = y - my
         tl.store(DX + base + c, k_cross * b - k_xa * a, mask=m)
@@ -313,16 +297,16 @@ def _softmax_bwd_kernel(Z, DY, DZ, N, BLOCK: tl.constexpr, ONE: tl.constexpr):
         m1 = cols < N
         z1 = tl.load(Z + base + cols, mask=m1, other=float("-inf"))
         dy1 = tl.load(DY + base + cols, mask=m1, other=0.0)
+    else:  # placeholders: only the ONE path reads them
+        z1 = 0.0
+        dy1 = 0.0
     # stage 1: row max; acc_nan is NaN in a lane iff that lane saw a NaN (tl.maximum may drop NaN)
     acc_m = tl.full([BLOCK], float("-inf"), dtype=tl.float32)
     acc_nan = tl.zeros([BLOCK], dtype=tl.float32)
     for start in range(0, N, BLOCK):
         c = start + cols
         m = c < N
-        if ONE:
-            z = z1
-        else:
-            z = tl.load(Z + base + c, mask=m, other=float("-inf"), eviction_policy="evict_last")
+        z = _chunk(Z, base + c, m, z1, float("-inf"), ONE, False)
         acc_m = tl.maximum(acc_m, z)
         acc_nan += tl.where(z != z, z, 0.0)
     zmax = tl.max(acc_m, axis=0) + tl.sum(acc_nan, axis=0)
@@ -332,12 +316,8 @@ def _softmax_bwd_kernel(Z, DY, DZ, N, BLOCK: tl.constexpr, ONE: tl.constexpr):
     for start in range(0, N, BLOCK):
         c = start + cols
         m = c < N
-        if ONE:
-            z = z1
-            dy = dy1
-        else:
-            z = tl.load(Z + base + c, mask=m, other=float("-inf"), eviction_policy="evict_last")
-            dy = tl.load(DY + base + c, mask=m, other=0.0, eviction_policy="evict_last")
+        z = _chunk(Z, base + c, m, z1, float("-inf"), ONE, False)
+        dy = _chunk(DY, base + c, m, dy1, 0.0, ONE, False)
         e = tl.where(m, tl.exp(z - zmax), 0.0)
         acc_e += e
         acc_de += dy * e
@@ -347,12 +327,8 @@ def _softmax_bwd_kernel(Z, DY, DZ, N, BLOCK: tl.constexpr, ONE: tl.constexpr):
     for start in range(0, N, BLOCK):
         c = start + cols
         m = c < N
-        if ONE:
-            z = z1
-            dy = dy1
-        else:
-            z = tl.load(Z + base + c, mask=m, other=float("-inf"), eviction_policy="evict_first")
-            dy = tl.load(DY + base + c, mask=m, other=0.0, eviction_policy="evict_first")
+        z = _chunk(Z, base + c, m, z1, float("-inf"), ONE, True)
+        dy = _chunk(DY, base + c, m, dy1, 0.0, ONE, True)
         p = tl.exp(z - zmax) * inv
         tl.store(DZ + base + c, p * (dy - cdot), mask=m)
 
@@ -367,18 +343,17 @@ def _lars_kernel(W, G, V, WO, VO, N, lr, momentum, weight_decay, eta,
         m1 = cols < N
         w1 = tl.load(W + base + cols, mask=m1, other=0.0)
         g1 = tl.load(G + base + cols, mask=m1, other=0.0)
+    else:  # placeholders: only the ONE path reads them
+        w1 = 0.0
+        g1 = 0.0
     # stage 1: squared norms
     acc_w = tl.zeros([BLOCK], dtype=tl.float32)
     acc_g = tl.zeros([BLOCK], dtype=tl.float32)
     for start in range(0, N, BLOCK):
         c = start + cols
         m = c < N
-        if ONE:
-            w = w1
-            g = g1
-        else:
-            w = tl.load(W + base + c, mask=m, other=0.0, eviction_policy="evict_last")
-            g = tl.load(G + base + c, mask=m, other=0.0, eviction_policy="evict_last")
+        w = _chunk(W, base + c, m, w1, 0.0, ONE, False)
+        g = _chunk(G, base + c, m, g1, 0.0, ONE, False)
         acc_w += w * w
         acc_g += g * g
     wn = tl.sqrt_rn(tl.sum(acc_w, axis=0))
@@ -390,12 +365,8 @@ def _lars_kernel(W, G, V, WO, VO, N, lr, momentum, weight_decay, eta,
     for start in range(0, N, BLOCK):
         c = start + cols
         m = c < N
-        if ONE:
-            w = w1
-            g = g1
-        else:
-            w = tl.load(W + base + c, mask=m, other=0.0, eviction_policy="evict_first")
-            g = tl.load(G + base + c, mask=m, other=0.0, eviction_policy="evict_first")
+        w = _chunk(W, base + c, m, w1, 0.0, ONE, True)
+        g = _chunk(G, base + c, m, g1, 0.0, ONE, True)
         v = tl.load(V + base + c, mask=m, other=0.0, eviction_policy="evict_first")
         vn = momentum * v + step * (g + weight_decay * w)
         tl.store(VO + base + c, vn, mask=m)
@@ -410,16 +381,15 @@ def _quant_int8_kernel(X, Q, S, N, BLOCK: tl.constexpr, ONE: tl.constexpr, USE_R
     if ONE:
         m1 = cols < N
         x1 = tl.load(X + base + cols, mask=m1, other=0.0)
+    else:  # placeholders: only the ONE path reads them
+        x1 = 0.0
     # stage 1: max|x|, NaN if the row has a NaN
     acc_m = tl.zeros([BLOCK], dtype=tl.float32)
     acc_nan = tl.zeros([BLOCK], dtype=tl.float32)
     for start in range(0, N, BLOCK):
         c = start + cols
         m = c < N
-        if ONE:
-            x = x1
-        else:
-            x = tl.load(X + base + c, mask=m, other=0.0, eviction_policy="evict_last")
+        x = _chunk(X, base + c, m, x1, 0.0, ONE, False)
         acc_m = tl.maximum(acc_m, tl.abs(x))
         acc_nan += tl.where(x != x, x, 0.0)
     amax = tl.max(acc_m, axis=0) + tl.sum(acc_nan, axis=0)
@@ -430,10 +400,7 @@ def _quant_int8_kernel(X, Q, S, N, BLOCK: tl.constexpr, ONE: tl.constexpr, USE_R
     for start in range(0, N, BLOCK):
         c = start + cols
         m = c < N
-        if ONE:
-            x = x1
-        else:
-            x = tl.load(X + base + c, mask=m, other=0.0, eviction_policy="evict_first")
+        x = _chunk(X, base + c, m, x1, 0.0, ONE, True)
         u = tl.math.div_rn(x, s)
         r = _round_half_even(u, USE_RINT)
         r = tl.minimum(tl.maximum(r, -127.0), 127.0)
