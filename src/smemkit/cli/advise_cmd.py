@@ -22,6 +22,9 @@ def run(args: argparse.Namespace) -> int:
 
     e = explain(args.workload, args.rows, args.width, args.profile)
     console = Console()
+    if e.rejected:
+        console.print(f"[bold]verdict: keep the non-cluster kernel[/bold] - {e.rejected}")
+        return 0
     table = Table(title=f"{e.workload}, M = {e.M}, N = {e.N} on {e.profile.name} (times in ms)")
     for col in ("P", "legal", "waves", "T_save", "T_ctrl", "T_replay", "T_deposit", "T_DSM", "ΔT"):
         table.add_column(col, justify="right")

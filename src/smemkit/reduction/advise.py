@@ -22,12 +22,13 @@ from smemkit.reduction.cost_model import (
     Verdict,
     crossover,
     evaluate,
+    rejection,
     resident_estimate,
     shape_of,
 )
 from smemkit.reduction.spec import ReductionSpec
 from smemkit.reduction.tables import table_for
-from smemkit.reduction.workloads import BUILTIN
+from smemkit.reduction.workloads import BUILTIN, NEGATIVE_CONTROLS
 
 WIDTHS = (4096, 8192, 16384, 32768, 65536)
 
@@ -40,16 +41,19 @@ class Explanation:
     M: int
     N: int
     profile: DeviceProfile
-    verdict: Verdict
+    verdict: Verdict | None
     inputs: str
     crossover: int | None
     crossover_widths: tuple[int, ...]
+    rejected: str | None = None
 
 
 def load_spec(name_or_path: str) -> ReductionSpec:
-    """A built-in workload by name, or the ReductionSpec defined in a Python file."""
+    """A built-in workload (or negative control) by name, or the ReductionSpec in a Python file."""
     if name_or_path in BUILTIN:
         return BUILTIN[name_or_path]
+    if name_or_path in NEGATIVE_CONTROLS:
+        return NEGATIVE_CONTROLS[name_or_path]
     path = Path(name_or_path)
     if path.suffix == ".py" and path.is_file():
         module_spec = importlib.util.spec_from_file_location(path.stem, path)
@@ -96,6 +100,9 @@ def explain(workload: str | ReductionSpec, M: int, N: int, profile: str | Device
     if M < 1 or N < 1:
         raise InvalidArgumentError(f"rows and width must be positive, got M = {M}, N = {N}")
     prof = profile if isinstance(profile, DeviceProfile) else select_profile(profile)[0]
+    reason = rejection(spec)
+    if reason is not None:
+        return Explanation(spec.name, M, N, prof, None, "none needed", None, (), rejected=reason)
     shape, measured, source = inputs_at(spec, M, N, prof)
     verdict = evaluate(shape, prof, measured)
     widths = tuple(sorted({*WIDTHS, N}))

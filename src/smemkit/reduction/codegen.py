@@ -16,6 +16,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from smemkit.errors import InvalidArgumentError
 from smemkit.reduction import expr
 from smemkit.reduction.spec import ReductionSpec
 
@@ -80,6 +81,8 @@ def generate(spec: ReductionSpec, variant: Variant) -> str:
     """The complete CUDA source of one variant."""
     if variant.kind not in VARIANTS:
         raise ValueError(f"variant kind {variant.kind!r}; allowed: {VARIANTS}")
+    if spec.kernel_support is not None:
+        raise InvalidArgumentError(f"workload spec '{spec.name}' has no kernel: it is {spec.kernel_support}")
     P, T = variant.P, variant.threads
     staged = spec.staged_inputs if variant.staged else []
     staged_cols = list(spec.columns) if variant.staged else []

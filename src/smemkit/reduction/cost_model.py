@@ -166,3 +166,14 @@ def evaluate(shape: KernelShape, profile: DeviceProfile, measured: Measured,
 def crossover(verdicts: Mapping[int, Verdict]) -> int | None:
     """N*: the smallest width whose verdict is profitable (None when none is)."""
     return min((N for N, v in verdicts.items() if v.profitable), default=None)
+
+
+def rejection(spec: ReductionSpec) -> str | None:
+    """Why the cluster transformation cannot pay for ``spec`` whatever the shape (paper §III-D's
+    negative controls), or None when the model should be evaluated."""
+    if spec.kernel_support is not None:
+        return f"rejected by construction: the workload is {spec.kernel_support}"
+    if spec.bytes.reread == 0:
+        return ("rejected by construction: a one-pass reduction (b_reread = 0), so staging saves "
+                "no global re-read for the cluster to amortize")
+    return None

@@ -28,6 +28,8 @@ FUNCTIONS: dict[str, tuple[str, object, int]] = {
     "max": ("nan_max", torch.maximum, 2),
     "min": ("nan_min", torch.minimum, 2),
     "isnan": ("isnan", torch.isnan, 1),
+    # shift(x, k) = x at column i + k (0 past the row's ends): a stencil, reference-only
+    "shift": ("", None, 2),
 }
 _BINOPS = {ast.Add: "+", ast.Sub: "-", ast.Mult: "*", ast.Div: "/"}
 _CMPOPS = {ast.Gt: ">", ast.GtE: ">=", ast.Lt: "<", ast.LtE: "<=", ast.Eq: "==", ast.NotEq: "!="}
@@ -63,6 +65,11 @@ def parse(text: str) -> ast.expr:
         if isinstance(node, ast.Constant) and not isinstance(node.value, (int, float)):
             raise InvalidArgumentError(f"constant {node.value!r} in {text!r} is not a number")
     return tree
+
+
+def called(text: str) -> set[str]:
+    """Functions an expression calls."""
+    return {n.func.id for n in ast.walk(parse(text)) if isinstance(n, ast.Call)}
 
 
 def names(text: str) -> set[str]:
@@ -108,7 +115,10 @@ def to_cuda(text: str, rename: Mapping[str, str] | None = None) -> str:
         if isinstance(node, ast.IfExp):
             return f"({emit(node.test)} ? {emit(node.body)} : {emit(node.orelse)})"
         if isinstance(node, ast.Call):
-            return f"{FUNCTIONS[node.func.id][0]}({', '.join(emit(a) for a in node.args)})"
+            spelling = FUNCTIONS[node.func.id][0]
+            if not spelling:
+                raise InvalidArgumentError(f"{node.func.id}() in {text!r} has no kernel spelling")
+            return f"{spelling}({', '.join(emit(a) for a in node.args)})"
         raise AssertionError(type(node))  # parse() admits nothing else
 
     return emit(parse(text))
@@ -160,12 +170,27 @@ def evaluate(text: str, env: Mapping[str, object]) -> torch.Tensor:
             return torch.where(cond, torch.as_tensor(body, dtype=torch.float64),
                                torch.as_tensor(other, dtype=torch.float64))
         if isinstance(node, ast.Call):
+            if node.func.id == "shift":
+                return _shift(torch.as_tensor(ev(node.args[0]), dtype=torch.float64),
+                              int(ev(node.args[1])))
             fn = FUNCTIONS[node.func.id][1]
             args = [torch.as_tensor(ev(a), dtype=torch.float64) for a in node.args]
             return fn(*args)
         raise AssertionError(type(node))
 
     return torch.as_tensor(ev(parse(text)), dtype=torch.float64)
+
+
+def _shift(x: torch.Tensor, k: int) -> torch.Tensor:
+    """Column i of the result is column i + k of x, zero where that falls outside the row."""
+    out = torch.zeros_like(x)
+    n = x.shape[-1]
+    if abs(k) < n:
+        if k >= 0:
+            out[..., : n - k] = x[..., k:]
+        else:
+            out[..., -k:] = x[..., : n + k]
+    return out
 
 
 def _divide(a, b):

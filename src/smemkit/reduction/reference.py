@@ -10,7 +10,13 @@ from smemkit.errors import InvalidArgumentError
 from smemkit.reduction import expr
 from smemkit.reduction.spec import ReductionSpec
 
-_REDUCE = {"sum": torch.sum, "max": torch.amax, "min": torch.amin}
+_REDUCE = {
+    "sum": torch.sum,
+    "max": torch.amax,
+    "min": torch.amin,
+    "median": lambda t, dim, keepdim: torch.median(t, dim=dim, keepdim=keepdim).values,
+    "scan": lambda t, dim, keepdim: torch.cumsum(t, dim=dim),  # one running value per element
+}
 
 
 def reference(

@@ -22,7 +22,11 @@ from typing import Literal
 from smemkit.errors import InvalidArgumentError
 from smemkit.reduction import expr
 
-ReduceOp = Literal["sum", "max", "min"]
+ReduceOp = Literal["sum", "max", "min", "scan", "median"]
+KERNEL_OPS = ("sum", "max", "min")
+# Expressible so the cost model can reject them by construction (paper §III-D), never compiled:
+# "scan" is a per-element running sum (ordered dependencies), "median" a selection.
+ANALYSIS_OPS = ("scan", "median")
 OUTPUT_BYTES = {"float32": 4, "int8": 1}
 INPUT_BYTES = 4  # float32 rows
 
@@ -130,6 +134,20 @@ class ReductionSpec:
         return tuple(n for n in self.inputs if counts[n] >= 2)
 
     @cached_property
+    def kernel_support(self) -> str | None:
+        """None when smemkit can generate kernels for the spec, else why not."""
+        ops = {s.op for st in self.stages for s in st.stats}
+        if "scan" in ops:
+            return ("a scan: each element depends on all before it (ordered dependencies), so "
+                    "exchanges grow with the slices instead of staying one per stage")
+        if "median" in ops:
+            return "a selection: the state CTAs must exchange grows with N, not with the statistics"
+        texts = [s.expr for st in self.stages for s in st.stats] + [t for _, t in self.lets]
+        if any("shift" in expr.called(t) for t in texts + [o.expr for o in self.outputs]):
+            return "a stencil: elements read their neighbours across slice boundaries"
+        return None
+
+    @cached_property
     def bytes(self) -> ByteAccounting:
         out_bytes = sum(OUTPUT_BYTES[o.dtype] for o in self.outputs)
         return ByteAccounting(
@@ -156,7 +174,7 @@ def validate(spec: ReductionSpec) -> None:
                                    f"'p_' or 's_' (reserved for generated code): {bad}")
     if "N" in declared:
         raise InvalidArgumentError(f"{where}: 'N' is reserved for the row width")
-    if not spec.inputs or not spec.stages or not spec.outputs:
+    if not spec.inputs or not spec.stages or not (spec.outputs or spec.row_outputs):
         raise InvalidArgumentError(f"{where}: needs at least one input, one stage and one output")
     element = {*spec.inputs, *spec.columns, *(n for n, _ in spec.lets)}
     row = {*spec.row_inputs, *spec.scalar_names, "N"}
@@ -171,13 +189,14 @@ def validate(spec: ReductionSpec) -> None:
     let_names = {n for n, _ in spec.lets}
     for stage_index, stage in enumerate(spec.stages, start=1):
         for stat in stage.stats:
-            if stat.op not in ("sum", "max", "min"):
+            if stat.op not in KERNEL_OPS + ANALYSIS_OPS:
                 raise InvalidArgumentError(f"{where}: stat {stat.name} has op {stat.op!r}; "
-                                           "allowed: sum, max, min")
+                                           f"allowed: {', '.join(KERNEL_OPS + ANALYSIS_OPS)}")
             check(stat.expr, element | row, f"stage {stage_index} stat {stat.name}")
             for let in spec.let_closure(stat.expr):
                 check(dict(spec.lets)[let], element | row, f"let {let} (needed in stage {stage_index})")
-        row |= {s.name for s in stage.stats}
+        row |= {s.name for s in stage.stats if s.op != "scan"}
+        element |= {s.name for s in stage.stats if s.op == "scan"}  # a running value per element
         for name, text in stage.derive:
             check(text, row, f"stage {stage_index} derived {name}")
             row.add(name)

@@ -110,6 +110,26 @@ BUILTIN: dict[str, ReductionSpec] = {
     s.name: s for s in (LAYERNORM_BWD, WVAR_BWD, PEARSON_BWD, SOFTMAX_BWD, LARS, QUANT_INT8)
 }
 
+# Negative controls (paper §III-D): expressible, and rejected by the cost model with a reason.
+NEGATIVE_CONTROLS: dict[str, ReductionSpec] = {
+    s.name: s
+    for s in (
+        ReductionSpec(name="row_sum", description="one-pass reduction: nothing re-read",
+                      inputs=("x",), stages=(Stage((Stat("total", "sum", "x"),)),), outputs=(),
+                      row_outputs=(("total_out", "total"),)),
+        ReductionSpec(name="cumsum_normalize", description="scan: running sums over the row",
+                      inputs=("x",), stages=(Stage((Stat("run", "scan", "x"),
+                                                    Stat("total", "sum", "x"))),),
+                      outputs=(Output("y", "run / total"),)),
+        ReductionSpec(name="median_center", description="selection: subtract the row median",
+                      inputs=("x",), stages=(Stage((Stat("med", "median", "x"),)),),
+                      outputs=(Output("y", "x - med"),)),
+        ReductionSpec(name="smooth_center", description="stencil: 3-point average minus the mean",
+                      inputs=("x",), stages=(Stage((Stat("total", "sum", "x"),)),),
+                      outputs=(Output("y", "(shift(x, -1) + x + shift(x, 1)) / 3 - total / N"),)),
+    )
+}
+
 LARS_EXAMPLE_SCALARS = {"lr": 0.1, "momentum": 0.9, "weight_decay": 1e-4, "eta": 1e-3}
 
 
