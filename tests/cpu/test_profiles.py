@@ -59,3 +59,20 @@ def test_default_without_gpu_says_why():
     profile, reason = select_profile()
     assert profile.name in builtin_profiles()
     assert "default" in reason or "matches" in reason
+
+
+@pytest.mark.parametrize("gpu,key", [("NVIDIA H200", "h200_sxm"), ("NVIDIA H100 80GB HBM3", "h100_sxm"),
+                                     ("NVIDIA H100 PCIe", None), ("NVIDIA H100 NVL", None),
+                                     ("NVIDIA GH200 480GB", None), ("NVIDIA GeForce RTX 5090", "rtx5090"),
+                                     ("NVIDIA A100-SXM4-80GB", None)])
+def test_gpu_names_map_only_to_the_part_they_describe(gpu, key):
+    from smemkit.hw.profile import profile_for_gpu_name
+
+    assert profile_for_gpu_name(gpu) == key
+
+
+def test_unreadable_profile_file_is_a_clear_error(tmp_path):
+    bad = tmp_path / "bad.json"
+    bad.write_text("{not json")
+    with pytest.raises(InvalidArgumentError, match="cannot read device profile"):
+        DeviceProfile.load(bad)

@@ -17,6 +17,7 @@ from functools import cache
 
 import torch
 
+from smemkit.errors import InvalidArgumentError
 from smemkit.hw.profile import DeviceProfile, DsmemPrimitives, builtin_profiles
 from smemkit.runtime.compiler import package_source
 from smemkit.runtime.device import (
@@ -157,7 +158,7 @@ def measure_host(trials: int, progress: Progress) -> dict:
 def run_probe(trials: int = 15, progress: Progress = lambda _msg: None) -> dict:
     """Measure everything and return ``{"profile": ..., "raw": ...}`` (profile as a dict)."""
     if trials < 15:
-        raise ValueError(f"trials must be at least 15 (the CREDIT methodology), got {trials}")
+        raise InvalidArgumentError(f"--trials must be at least 15 (the CREDIT methodology), got {trials}")
     index = require_gpu()
     info = gpu_info(index)
     require_cluster_support(2, index)
@@ -169,6 +170,8 @@ def run_probe(trials: int = 15, progress: Progress = lambda _msg: None) -> dict:
     raw["hbm_copy_tbps"] = measure_hbm_copy(trials)
     raw["host"] = measure_host(trials, progress)
     d = raw["dsmem"]
+    # the largest cluster the barrier probe could place (CTAs of half an SM each): on Hopper this
+    # is the non-portable maximum, 16, when the driver allows it
     max_cluster = max(d["barrier_cycles"]) if d["barrier_cycles"] else 1
     nominal_ghz = info.sm_clock_khz / 1e6
     profile = DeviceProfile(

@@ -78,8 +78,12 @@ class DeviceProfile:
 
     @classmethod
     def load(cls, path: str | Path) -> DeviceProfile:
-        text = Path(path).read_text()
-        data = json.loads(text)
+        try:
+            data = json.loads(Path(path).read_text())
+        except (OSError, ValueError) as exc:
+            raise InvalidArgumentError(f"cannot read device profile {path}: {exc}") from exc
+        if not isinstance(data, dict):
+            raise InvalidArgumentError(f"{path} is not a device profile (a JSON object)")
         return cls.from_dict(data.get("profile", data))
 
     def cycles_to_us(self, cycles: float) -> float:
@@ -97,12 +101,17 @@ def builtin_profiles() -> dict[str, DeviceProfile]:
 
 
 ALIASES = {"h100": "h100_sxm", "h200": "h200_sxm", "5090": "rtx5090"}
-_GPU_NAME_KEYS = (("H200", "h200_sxm"), ("H100", "h100_sxm"), ("5090", "rtx5090"))
+# Names as torch/nvidia-smi report them. The H100 profile is the SXM part's: the PCIe and NVL
+# parts (fewer SMs, other clocks) and Grace-Hopper (GH200) do not match it.
+_GPU_NAME_KEYS = (("NVIDIA H200", "h200_sxm"), ("H100 80GB HBM3", "h100_sxm"),
+                  ("H100 SXM", "h100_sxm"), ("RTX 5090", "rtx5090"))
 DEFAULT_PROFILE = "h200_sxm"
 
 
 def profile_for_gpu_name(gpu_name: str) -> str | None:
     """The embedded profile that describes a GPU reported as ``gpu_name``, if any."""
+    if "GH200" in gpu_name or "NVL" in gpu_name or "PCIe" in gpu_name:
+        return None
     for needle, key in _GPU_NAME_KEYS:
         if needle in gpu_name:
             return key

@@ -64,7 +64,8 @@ def load_spec(name_or_path: str) -> ReductionSpec:
             return found[0]
         raise InvalidArgumentError(f"{path} defines {len(found)} ReductionSpec objects; expected one")
     raise InvalidArgumentError(
-        f"workload {name_or_path!r} is neither a built-in ({', '.join(BUILTIN)}) nor a .py spec file"
+        f"workload {name_or_path!r} is neither a built-in ({', '.join(BUILTIN)}), a negative control "
+        f"({', '.join(NEGATIVE_CONTROLS)}) nor a .py spec file"
     )
 
 

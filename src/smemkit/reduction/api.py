@@ -1,8 +1,10 @@
 """Public reduction-reuse ops on torch tensors, and the rule that picks a variant.
 
-Until the profitability model (CREDIT §III-D) lands, :func:`choose_variant` uses a simple rule
-from measured behaviour: stage the row in one CTA when it fits, else split it over the smallest
-cluster whose slices fit, else re-read global memory. ``variant=``/``cluster_size=`` override it.
+:func:`choose_variant` is a simple rule from the H200 measurements (docs/reduction.md): stage
+the row in one CTA when its slice is small enough for three CTAs per SM, else split it over the
+smallest cluster whose slices are, else the largest legal cluster, else the one-CTA staged
+kernel, else re-read global memory. ``explain()`` gives the cost model's view;
+``variant=``/``cluster_size=`` override the rule.
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ from smemkit.reduction.codegen import VARIANTS, Variant
 from smemkit.reduction.kernels import CLUSTER_SIZES, launch, legality, prepare
 from smemkit.reduction.spec import ReductionSpec
 from smemkit.reduction.workloads import BUILTIN
+from smemkit.runtime.device import NON_PORTABLE_CLUSTER_MAX
 
 # Slices at or below this many bytes of shared memory per CTA leave room for three CTAs per SM.
 PREFERRED_SLICE_BYTES = 72 * 1024
@@ -39,17 +42,32 @@ def choose_variant(spec: ReductionSpec, N: int, smem_limit: int, max_cluster: in
     for v in legal:
         if v.kind == "cluster" and smem_per_cta(spec, v, N) <= PREFERRED_SLICE_BYTES:
             return v
+    clusters = [v for v in legal if v.kind == "cluster"]
+    if clusters:
+        return clusters[-1]  # the largest legal P: the smallest slices
     return next((v for v in legal if v.kind == "staged"), Variant("reread"))
+
+
+def kernel_pays_off(spec: ReductionSpec, M: int, N: int, device: torch.device) -> bool:
+    """Whether a generated kernel is the right tool for (M, N) on ``device``: an sm_90+ GPU, and
+    not the one-CTA-per-row re-read kernel on fewer rows than SMs (a huge single row would then
+    stream through one CTA; PyTorch's split reductions do better there)."""
+    from smemkit.runtime.device import gpu_info
+
+    info = gpu_info(device.index if device.index is not None else torch.cuda.current_device())
+    if not info.supports_clusters:
+        return False
+    chosen = choose_variant(spec, N, info.smem_per_block_optin, NON_PORTABLE_CLUSTER_MAX)
+    return chosen.kind != "reread" or M >= info.sm_count
 
 
 def resolve_variant(spec: ReductionSpec, N: int, device: torch.device, variant: str | None,
                     cluster_size: int | None) -> Variant:
-    from smemkit.runtime.device import gpu_info
+    from smemkit.reduction.kernels import require_kernel_support
 
-    info = gpu_info(device.index if device.index is not None else torch.cuda.current_device())
-    max_cluster = 16 if info.supports_clusters else 1
+    info = require_kernel_support(device.index if device.index is not None else torch.cuda.current_device())
     if variant is None and cluster_size is None:
-        return choose_variant(spec, N, info.smem_per_block_optin, max_cluster)
+        return choose_variant(spec, N, info.smem_per_block_optin, NON_PORTABLE_CLUSTER_MAX)
     kind = variant or "cluster"
     if kind not in VARIANTS:
         raise InvalidArgumentError(f"variant {kind!r}; allowed: {', '.join(VARIANTS)}")

@@ -12,8 +12,15 @@ import torch
 
 from smemkit.errors import UnsupportedDeviceError
 from smemkit.reduction.codegen import Variant, dynamic_smem_bytes
-from smemkit.reduction.cost_model import CLUSTER_SIZES, Measured
-from smemkit.reduction.kernels import compiled_kernel, launch_args, prepare, resident_clusters
+from smemkit.reduction.cost_model import Measured
+from smemkit.reduction.kernels import (
+    CLUSTER_SIZES,
+    Prepared,
+    compiled_kernel,
+    launch_args,
+    prepare,
+    resident_clusters,
+)
 from smemkit.reduction.spec import ReductionSpec
 from smemkit.runtime.timing import time_gpu
 
@@ -35,10 +42,8 @@ def control_ms(spec: ReductionSpec, variant: Variant, M: int, N: int, reps: int 
                     graph=True).median_ms
 
 
-def baseline_ms(spec: ReductionSpec, tensors: Mapping[str, torch.Tensor],
-                scalars: Mapping[str, float], reps: int = 20) -> tuple[float, str]:
+def baseline_ms(spec: ReductionSpec, prepared: Prepared, reps: int = 20) -> tuple[float, str]:
     """T_B: the faster legal non-cluster variant at this shape, timed from HBM (cold L2)."""
-    prepared = prepare(spec, tensors, scalars)
     best: tuple[float, str] | None = None
     for variant in NON_CLUSTER:
         try:
@@ -58,7 +63,7 @@ def measure(spec: ReductionSpec, tensors: Mapping[str, torch.Tensor], scalars: M
     """Everything the model needs at this shape; returns (Measured, the baseline variant's name)."""
     prepared = prepare(spec, tensors, scalars)
     M, N = prepared.M, prepared.N
-    t_b, which = baseline_ms(spec, tensors, scalars)
+    t_b, which = baseline_ms(spec, prepared)
     one_cta = control_ms(spec, Variant("reread"), M, N)
     excess: dict[int, float] = {}
     resident: dict[int, int] = {}

@@ -33,6 +33,16 @@ class Variant:
     threads: int = 256
     control: bool = False  # work-free twin for the cost model's T_ctrl: no loads, no outputs
 
+    def __post_init__(self) -> None:
+        if self.kind not in VARIANTS:
+            raise InvalidArgumentError(f"variant kind {self.kind!r}; allowed: {', '.join(VARIANTS)}")
+        if (self.kind == "cluster") != (self.P > 1) or self.P not in (1, 2, 4, 8, 16):
+            raise InvalidArgumentError(
+                f"variant {self.kind!r} with P = {self.P}: cluster variants take P in 2, 4, 8, 16, "
+                "the others P = 1")
+        if self.threads % 32 or not 64 <= self.threads <= 1024:
+            raise InvalidArgumentError(f"threads = {self.threads}: a multiple of 32 from 64 to 1024")
+
     @property
     def staged(self) -> bool:
         return self.kind in ("cluster", "staged")
@@ -58,7 +68,8 @@ def parameter_kinds(spec: ReductionSpec) -> tuple[str, ...]:
 def static_smem_bytes(spec: ReductionSpec, variant: Variant) -> int:
     """Shared memory the kernel declares statically (barriers, exchange slots, reduce scratch)."""
     q = [len(s.stats) for s in spec.stages]
-    return 8 * (2 + 2 * len(q)) + 8 * variant.P * sum(q) + 4 * (variant.threads // 32) * max(q) + 64
+    raw = 8 * (2 + 2 * len(q)) + 8 * variant.P * sum(q) + 4 * (variant.threads // 32) * max(q)
+    return (raw + 127) // 128 * 128 + 128  # ptxas pads each array and rounds the total to 128 B
 
 
 def cap_vectors(N: int, P: int) -> int:
@@ -79,8 +90,6 @@ def _rename(spec: ReductionSpec) -> dict[str, str]:
 
 def generate(spec: ReductionSpec, variant: Variant) -> str:
     """The complete CUDA source of one variant."""
-    if variant.kind not in VARIANTS:
-        raise ValueError(f"variant kind {variant.kind!r}; allowed: {VARIANTS}")
     if spec.kernel_support is not None:
         raise InvalidArgumentError(f"workload spec '{spec.name}' has no kernel: it is {spec.kernel_support}")
     P, T = variant.P, variant.threads
@@ -125,14 +134,14 @@ def generate(spec: ReductionSpec, variant: Variant) -> str:
     w("  const int _lane = threadIdx.x & 31, _warp = threadIdx.x >> 5;")
     if len(staged) < len(spec.inputs) or (spec.columns and not staged_cols):
         w("  const u64 _l2_keep = l2_keep_policy();  // data read from global by several passes")
-    if staged:
+    if staged or staged_cols:
         w(f"  const int _cap = {cap_vectors_expr()};")
         for i, n in enumerate(staged):
             w(f"  float4* const s_{n} = stage_buf + {i} * _cap;")
         for i, n in enumerate(staged_cols):
             w(f"  float4* const s_{n} = stage_buf + {len(staged) + i} * _cap;  // column slice")
     w("  if (threadIdx.x == 0) {")
-    w(f"    for (int b = 0; b < {2 + 2 * len(q)}; ++b) mbarrier_init(smem_u32(&bars[b]), 1);")
+    w(f"    for (int _b = 0; _b < {2 + 2 * len(q)}; ++_b) mbarrier_init(smem_u32(&bars[_b]), 1);")
     w("    fence_mbarrier_init_cluster();")
     w("    fence_proxy_async_shared();")
     w("  }")
@@ -163,8 +172,8 @@ def generate(spec: ReductionSpec, variant: Variant) -> str:
     w("  for (int _it = 0, _row = blockIdx.x / P; _row < M; ++_it, _row += gridDim.x / P) {")
     w("  const Slice _s = make_slice(_row, N, _rank, P);")
     w("  float* const _slots = slots + (_it & 1) * " + str(P * nq) + ";")
-    for n in spec.row_inputs:
-        w(f"  const float {n} = p_{n}[_row];")
+    for n in spec.row_inputs:  # (a control kernel has null pointers: it reads nothing)
+        w(f"  const float {n} = " + ("0.0f;" if variant.control else f"p_{n}[_row];"))
     if staged and not variant.control:
         w(f"  // stage the row slice of {', '.join(staged)} in shared memory (bulk copy + partial ends)")
         w("  __syncthreads();  // every thread is done with the previous row's staged data")

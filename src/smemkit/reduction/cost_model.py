@@ -31,11 +31,10 @@ from dataclasses import dataclass
 
 from smemkit.hw.profile import DeviceProfile
 from smemkit.reduction.codegen import Variant
-from smemkit.reduction.kernels import smem_per_cta
+from smemkit.reduction.kernels import CLUSTER_SIZES, smem_per_cta
 from smemkit.reduction.spec import ReductionSpec
 
 SCALAR_BYTES = 4
-CLUSTER_SIZES = (2, 4, 8, 16)
 
 
 @dataclass(frozen=True)
@@ -152,7 +151,8 @@ def evaluate(shape: KernelShape, profile: DeviceProfile, measured: Measured,
             t_deposit = waves * slice_bytes / (f_hz * prim.local_store_bpc) * 1e3
         else:
             t_save = measured.baseline_ms * shape.reread_bytes / shape.baseline_bytes if rereads else 0.0
-            achieved = M * N * shape.baseline_bytes / (measured.baseline_ms * 1e-3)  # B/s
+            moved = shape.baseline_bytes if rereads else shape.baseline_bytes - shape.reread_bytes
+            achieved = M * N * moved / (measured.baseline_ms * 1e-3)  # B/s the baseline streamed
             source_bpc = achieved / (f_hz * profile.sm_count)
             excess = max(1 / prim.local_store_bpc - 1 / source_bpc, 0.0)
             t_deposit = waves * slice_bytes * excess / f_hz * 1e3

@@ -205,7 +205,8 @@ def hoist_row_divisions(text: str, row_names: set[str], counter: list[int],
     A division per element costs about ten instructions, a multiply one; the reciprocal is
     computed once per row (``hoisted`` maps its name to the denominator text). IEEE special
     cases agree: x * (1/0) and x / 0 are both ±inf (NaN for x = 0), likewise for inf and NaN.
-    Results differ from true division by at most one rounding.
+    The result is rounded twice (the reciprocal, then the product), so it can differ from true
+    division in the last bit, and 1/d under- or overflows for |d| beyond about 2**126.
     """
 
     class Hoist(ast.NodeTransformer):

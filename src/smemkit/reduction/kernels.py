@@ -18,6 +18,7 @@ from smemkit.reduction.codegen import (
     static_smem_bytes,
 )
 from smemkit.reduction.spec import ReductionSpec
+from smemkit.runtime.device import NON_PORTABLE_CLUSTER_MAX, GpuInfo, gpu_info, require_gpu
 from smemkit.runtime.launch import Kernel, KernelModule
 from smemkit.runtime.tensors import check_tensor
 
@@ -66,6 +67,8 @@ def prepare(spec: ReductionSpec, tensors: Mapping[str, torch.Tensor], scalars: M
         raise InvalidArgumentError(f"{spec.name} is missing inputs {missing}")
     first = check_tensor(spec.inputs[0], tensors[spec.inputs[0]], dtype=torch.float32, ndim=2)
     M, N = first.shape
+    if N == 0:
+        raise InvalidArgumentError(f"{spec.inputs[0]} has rows of width 0; a row needs at least one column")
     device = first.device
     for n in spec.inputs:
         check_tensor(n, tensors[n], dtype=torch.float32, shape=(M, N), device=device)
@@ -100,18 +103,31 @@ def prepare(spec: ReductionSpec, tensors: Mapping[str, torch.Tensor], scalars: M
 
 def launch(spec: ReductionSpec, variant: Variant, prepared: Prepared) -> None:
     """Run one variant; raises UnsupportedDeviceError (not a driver crash) when it cannot run."""
-    if prepared.M == 0 or prepared.N == 0:
+    if prepared.M == 0:
         return
-    launch_args(spec, variant, prepared.M, prepared.N, prepared.args)
+    device = next(iter(prepared.outputs.values())).device.index
+    launch_args(spec, variant, prepared.M, prepared.N, prepared.args, device)
 
 
-def launch_args(spec: ReductionSpec, variant: Variant, M: int, N: int, args: list[object]) -> None:
-    """Check legality, size the grid and launch with arguments already in kernel order."""
-    from smemkit.runtime.device import gpu_info, require_gpu
+def require_kernel_support(device: int) -> GpuInfo:
+    """The generated kernels use mbarriers and bulk copies: compute capability 9.0 or newer."""
+    info = gpu_info(device)
+    if not info.supports_clusters:
+        raise UnsupportedDeviceError(
+            f"smemkit's reduction kernels need compute capability 9.0 or newer (mbarrier, bulk "
+            f"copy); GPU {device} '{info.name}' is sm_{info.capability[0]}{info.capability[1]}. "
+            f"The torch.ops.smemkit operators fall back to PyTorch there."
+        )
+    return info
 
-    info = gpu_info(require_gpu())
-    max_cluster = 16 if info.supports_clusters else 1
-    reason = legality(spec, variant, N, info.smem_per_block_optin, max_cluster)
+
+def launch_args(spec: ReductionSpec, variant: Variant, M: int, N: int, args: list[object],
+                device: int | None = None) -> None:
+    """Check legality, size the grid and launch on ``device`` (default: the current one) with
+    arguments already in kernel order."""
+    device = require_gpu() if device is None else device
+    info = require_kernel_support(device)
+    reason = legality(spec, variant, N, info.smem_per_block_optin, NON_PORTABLE_CLUSTER_MAX)
     if reason:
         raise UnsupportedDeviceError(f"{spec.name} variant {variant.label} cannot run: {reason}")
     kernel = compiled_kernel(spec, variant)
@@ -123,7 +139,8 @@ def launch_args(spec: ReductionSpec, variant: Variant, M: int, N: int, args: lis
         # TB/s at N = 64K). Without columns one cluster per row measured faster (softmax_bwd
         # 3.86 vs 3.56 TB/s), since freshly launched CTAs overlap their loads with others' work.
         clusters = min(clusters, resident_clusters(kernel, variant, smem))
-    kernel.launch(clusters * variant.P, variant.threads, *args, cluster=variant.P, smem=smem)
+    kernel.launch(clusters * variant.P, variant.threads, *args, cluster=variant.P, smem=smem,
+                  device=device)
 
 
 _RESIDENT: dict[tuple, int] = {}

@@ -15,6 +15,7 @@ Names visible to expressions:
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from functools import cached_property
 from typing import Literal
@@ -29,6 +30,15 @@ KERNEL_OPS = ("sum", "max", "min")
 ANALYSIS_OPS = ("scan", "median")
 OUTPUT_BYTES = {"float32": 4, "int8": 1}
 INPUT_BYTES = 4  # float32 rows
+# Identifiers the generated kernels (and C++/CUDA) use themselves.
+RESERVED = frozenset({
+    "M", "P", "Nf", "THREADS", "NWARPS", "QMAX", "red", "slots", "bars", "stage_buf",
+    "threadIdx", "blockIdx", "blockDim", "gridDim", "warpSize", "int", "float", "double", "char",
+    "bool", "void", "const", "if", "else", "for", "while", "do", "return", "auto", "signed",
+    "unsigned", "long", "short", "static", "struct", "class", "template", "typename", "true",
+    "false", "switch", "case", "break", "continue", "default", "sizeof", "u32", "u64", "smemkit",
+    "min", "max", "abs", "exp", "log", "sqrt", "rsqrt", "round", "isnan",
+})
 
 
 @dataclass(frozen=True)
@@ -174,6 +184,9 @@ def validate(spec: ReductionSpec) -> None:
                                    f"'p_' or 's_' (reserved for generated code): {bad}")
     if "N" in declared:
         raise InvalidArgumentError(f"{where}: 'N' is reserved for the row width")
+    clash = sorted(n for n in declared if n in RESERVED or re.fullmatch(r"acc\d+_\d+", n))
+    if clash:
+        raise InvalidArgumentError(f"{where}: names {clash} are reserved by the generated CUDA code")
     if not spec.inputs or not spec.stages or not (spec.outputs or spec.row_outputs):
         raise InvalidArgumentError(f"{where}: needs at least one input, one stage and one output")
     element = {*spec.inputs, *spec.columns, *(n for n, _ in spec.lets)}

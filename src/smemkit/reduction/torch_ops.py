@@ -1,9 +1,10 @@
 """The reduction kernels as PyTorch custom operators (``torch.ops.smemkit.*``).
 
 Registered with ``torch.library.custom_op`` and fake (meta) kernels, so they trace under
-``torch.compile(fullgraph=True)`` without graph breaks. float32 CUDA tensors run smemkit's
-kernels; any other device or dtype runs the hand-written PyTorch implementation of
-:mod:`.eager` (same formulas), so the ops are total — and ``opcheck``/``gradcheck`` can run in
+``torch.compile(fullgraph=True)`` without graph breaks. float32 CUDA tensors on sm_90+ run smemkit's
+kernels (unless the shape is one the kernels handle badly: see ``api.kernel_pays_off``); any
+other device, dtype or GPU runs the hand-written PyTorch implementation of :mod:`.eager` (same
+formulas), so the ops are total — and ``opcheck``/``gradcheck`` can run in
 float64 on the CPU. Every op works on the last dimension of an input of any rank.
 """
 
@@ -13,20 +14,28 @@ import torch
 from torch import Tensor
 
 from smemkit.reduction import api, eager
+from smemkit.reduction.workloads import BUILTIN
 
 
 def _rows(t: Tensor) -> Tensor:
-    return t.reshape(-1, t.shape[-1]).contiguous()
+    """2-D, contiguous and 16-byte aligned (a contiguous offset view is copied)."""
+    rows = t.reshape(-1, t.shape[-1]).contiguous()
+    return rows.clone() if rows.data_ptr() % 16 else rows
 
 
-def _kernel_ok(*tensors: Tensor) -> bool:
-    return all(t.is_cuda and t.dtype == torch.float32 for t in tensors)
+def _kernel_ok(name: str, *tensors: Tensor) -> bool:
+    """float32 CUDA tensors on an sm_90+ GPU, at a shape where the kernel is the right tool."""
+    if not all(t.is_cuda and t.dtype == torch.float32 for t in tensors):
+        return False
+    x = tensors[0]
+    rows = x.numel() // max(x.shape[-1], 1)
+    return rows > 0 and x.shape[-1] > 0 and api.kernel_pays_off(BUILTIN[name], rows, x.shape[-1], x.device)
 
 
 @torch.library.custom_op("smemkit::layernorm_bwd", mutates_args=())
 def layernorm_bwd(x: Tensor, dy: Tensor, gamma: Tensor, eps: float) -> Tensor:
     """dx of LayerNorm over the last dimension (statistics recomputed from x)."""
-    if _kernel_ok(x, dy, gamma):
+    if _kernel_ok("layernorm_bwd", x, dy, gamma):
         return api.layernorm_bwd(_rows(x), _rows(dy), gamma.contiguous(), eps=eps).reshape(x.shape)
     return eager.layernorm_bwd(_rows(x), _rows(dy), gamma, eps)["dx"].reshape(x.shape)
 
@@ -39,7 +48,7 @@ def _(x: Tensor, dy: Tensor, gamma: Tensor, eps: float) -> Tensor:
 @torch.library.custom_op("smemkit::softmax_bwd", mutates_args=())
 def softmax_bwd(z: Tensor, dy: Tensor) -> Tensor:
     """dz of softmax over the last dimension, p recomputed from the logits z."""
-    if _kernel_ok(z, dy):
+    if _kernel_ok("softmax_bwd", z, dy):
         return api.softmax_bwd(_rows(z), _rows(dy)).reshape(z.shape)
     return eager.softmax_bwd(_rows(z), _rows(dy))["dz"].reshape(z.shape)
 
@@ -53,7 +62,7 @@ def _(z: Tensor, dy: Tensor) -> Tensor:
 def lars_step(w: Tensor, g: Tensor, v: Tensor, lr: float, momentum: float, weight_decay: float,
               eta: float) -> tuple[Tensor, Tensor]:
     """One LARS step per row (last dimension): returns (w_new, v_new)."""
-    if _kernel_ok(w, g, v):
+    if _kernel_ok("lars", w, g, v):
         w_new, v_new = api.lars(_rows(w), _rows(g), _rows(v), lr=lr, momentum=momentum,
                                 weight_decay=weight_decay, eta=eta)
     else:
@@ -70,7 +79,7 @@ def _(w, g, v, lr, momentum, weight_decay, eta):
 @torch.library.custom_op("smemkit::rowwise_int8", mutates_args=())
 def rowwise_int8(x: Tensor) -> tuple[Tensor, Tensor]:
     """Symmetric int8 quantisation per row: (q int8, same shape as x; scale float32, x.shape[:-1])."""
-    if _kernel_ok(x):
+    if _kernel_ok("quant_int8", x):
         q, scale = api.quant_int8(_rows(x))
     else:
         out = eager.quant_int8(_rows(x).float())
@@ -107,7 +116,7 @@ def _layer_norm_backward(ctx, dy: Tensor):
     x, weight = ctx.saved_tensors
     dx = torch.ops.smemkit.layernorm_bwd(x, dy, weight, ctx.eps)
     # dgamma and dbeta are column sums over rows: plain PyTorch (not a row reduction-reuse)
-    x2, dy2 = _rows(x), _rows(dy)
+    x2, dy2 = x.reshape(-1, x.shape[-1]), dy.reshape(-1, dy.shape[-1])  # traced: no data pointers
     mean = x2.mean(-1, keepdim=True)
     xhat = (x2 - mean) * torch.rsqrt(x2.var(-1, unbiased=False, keepdim=True) + ctx.eps)
     return dx, (dy2 * xhat).sum(0), dy2.sum(0), None

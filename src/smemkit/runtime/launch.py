@@ -98,7 +98,7 @@ class Kernel:
     _nonportable_set: set[int] = field(default_factory=set, repr=False)
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
 
-    def _pack(self, args: Sequence[object]) -> list[object]:
+    def _pack(self, args: Sequence[object], device_index: int) -> list[object]:
         if len(args) != len(self.params):
             raise InvalidArgumentError(
                 f"kernel {self.name} takes {len(self.params)} arguments "
@@ -112,6 +112,11 @@ class Kernel:
                         raise InvalidArgumentError(
                             f"kernel {self.name} argument {i} must be a CUDA or pinned tensor, "
                             f"got device {value.device}"
+                        )
+                    if value.is_cuda and value.device.index != device_index:
+                        raise InvalidArgumentError(
+                            f"kernel {self.name} argument {i} is on {value.device} but the launch "
+                            f"is on cuda:{device_index}"
                         )
                     packed.append(value.data_ptr())
                 elif isinstance(value, int):
@@ -168,16 +173,18 @@ class Kernel:
         cluster: int = 1,
         smem: int = 0,
         stream: torch.cuda.Stream | None = None,
+        device: int | None = None,
     ) -> None:
         """Launch on ``stream`` (default: torch's current stream).
 
         ``grid`` counts CTAs (not clusters); with ``cluster`` = P > 1 its x extent must be a
-        multiple of P. ``smem`` is the dynamic shared memory per CTA in bytes.
+        multiple of P. ``smem`` is the dynamic shared memory per CTA in bytes. ``device``
+        (default: torch's current device) must be where the tensor arguments live.
         """
         from cuda.core import LaunchConfig
         from cuda.core import launch as cuda_launch
 
-        device_index = require_gpu()
+        device_index = require_gpu() if device is None else device
         grid3 = (grid, 1, 1) if isinstance(grid, int) else tuple(grid)
         if min(grid3) < 1:
             raise InvalidArgumentError(f"{self.name}: grid {grid3} must be positive")
@@ -192,7 +199,7 @@ class Kernel:
                 f"{self.name} asks for {smem} B of dynamic shared memory per CTA; GPU "
                 f"{device_index} allows at most {limit} B (minus any static shared memory)"
             )
-        packed = self._pack(args)
+        packed = self._pack(args, device_index)
         handle = self.module._load(self.name, device_index)
         self._set_attributes(handle.handle, device_index, smem, cluster)
         if cluster > 1:
@@ -205,7 +212,8 @@ class Kernel:
         else:
             config = LaunchConfig(grid=grid3, block=block, shmem_size=smem)
         torch_stream = stream if stream is not None else torch.cuda.current_stream(device_index)
-        cuda_launch(_cuda_core_stream(torch_stream), config, handle, *packed)
+        with torch.cuda.device(device_index):
+            cuda_launch(_cuda_core_stream(torch_stream), config, handle, *packed)
 
     def max_active_clusters(self, cluster: int, block: int, smem: int) -> int:
         """How many clusters of ``cluster`` CTAs can be resident at once (driver occupancy)."""
@@ -215,7 +223,7 @@ class Kernel:
         require_cluster_support(cluster, device_index)
         handle = self.module._load(self.name, device_index)
         self._set_attributes(handle.handle, device_index, smem, cluster)
-        config = LaunchConfig(grid=(cluster, 1, 1), cluster=(cluster, 1, 1), block=block,
+        config = LaunchConfig(grid=(1, 1, 1), cluster=(cluster, 1, 1), block=block,  # one cluster
                               shmem_size=smem)
         return int(handle.occupancy.max_active_clusters(
             config, stream=Device(device_index).default_stream))

@@ -3,7 +3,7 @@
 import pytest
 
 from smemkit.reduction import BUILTIN
-from smemkit.reduction.codegen import Variant, generate, kernel_name
+from smemkit.reduction.codegen import Variant, generate, kernel_name, static_smem_bytes
 from smemkit.reduction.kernels import CLUSTER_SIZES, legality
 from smemkit.runtime.compiler import compile_module
 
@@ -18,6 +18,8 @@ def test_variant_compiles_without_spills(name, variant):
     module = compile_module(source, kernel_name(BUILTIN[name], variant), arch="sm_90a")
     usage = module.resources[kernel_name(BUILTIN[name], variant)]
     assert not usage.spills and usage.stack_bytes == 0, usage
+    # legality (Eq. 3) is decided on the CPU from an estimate that must not undershoot ptxas
+    assert usage.static_smem_bytes <= static_smem_bytes(BUILTIN[name], variant)
 
 
 def test_generated_source_is_readable():
@@ -35,3 +37,23 @@ def test_legality_follows_eq3():
     assert legality(ln, Variant("cluster", 4), 65536, H200_SMEM, 16) is None  # 128 KB
     assert legality(ln, Variant("reread"), 1 << 24, H200_SMEM, 16) is None
     assert "maximum" in legality(ln, Variant("cluster", 16), 65536, H200_SMEM, 8)
+
+
+@pytest.mark.parametrize("kind,P,threads", [("cluster", 1, 256), ("staged", 4, 256), ("cluster", 3, 256),
+                                           ("reread", 1, 48), ("reread", 1, 100), ("bogus", 1, 256)])
+def test_variant_fields_are_validated(kind, P, threads):
+    from smemkit.errors import InvalidArgumentError
+
+    with pytest.raises(InvalidArgumentError):
+        Variant(kind, P, threads)
+
+
+def test_a_spec_with_columns_but_nothing_staged_compiles():
+    from smemkit.reduction import ReductionSpec, Stage, Stat
+
+    spec = ReductionSpec(name="colmax", inputs=("x",), columns=("gamma",),
+                         stages=(Stage((Stat("m", "max", "x * gamma"),)),), outputs=(),
+                         row_outputs=(("m_out", "m"),))
+    for variant in VARIANTS:
+        module = compile_module(generate(spec, variant), kernel_name(spec, variant))
+        assert not module.resources[kernel_name(spec, variant)].spills

@@ -83,3 +83,10 @@ def _spec(**kw):
 def test_invalid_specs_are_rejected_with_the_reason(kw, match):
     with pytest.raises(InvalidArgumentError, match=match):
         _spec(**kw)
+
+
+@pytest.mark.parametrize("name", ["M", "P", "red", "acc0_1", "float", "threadIdx"])
+def test_names_the_generated_code_uses_are_reserved(name):
+    with pytest.raises(InvalidArgumentError, match="reserved"):
+        _spec(inputs=(name,), stages=(Stage((Stat("s", "sum", name),)),),
+              outputs=(Output("y", f"{name} - s"),))
