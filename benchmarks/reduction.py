@@ -35,7 +35,8 @@ WIDTHS = (4096, 8192, 16384, 32768, 65536)
 ROWS = {"layernorm_bwd": 2048}
 DEFAULT_ROWS = 4096
 OURS = [("staged", None), ("reread", None), ("cluster", 2), ("cluster", 4), ("cluster", 8),
-        ("cluster", 16)]
+        ("cluster", 16), ("staged_pf", None), ("cluster_pf", 2), ("cluster_pf", 4), ("cluster_pf", 8),
+        ("cluster_pf", 16)]
 
 
 def errors_of(got: dict, want: dict) -> dict:
@@ -121,7 +122,7 @@ def main() -> int:
     parser.add_argument("--widths", nargs="+", type=int, default=list(WIDTHS))
     parser.add_argument("--methods", nargs="+",
                         default=["eager", "compile", "compile_max", "triton", "staged", "reread",
-                                 "cluster"])
+                                 "cluster", "staged_pf", "cluster_pf"])
     parser.add_argument("--reps", type=int, default=30)
     parser.add_argument("--append", action="store_true",
                         help="add to the records already in --out (e.g. a second run for compile_max)")
@@ -159,13 +160,13 @@ def print_table(records: list[dict]) -> None:
     """TB/s per method (columns) per (workload, N) (rows); '-' where illegal."""
     cols: list[str] = []
     for r in records:
-        key = r["variant"] + (f"{r['P']}" if r["variant"] == "cluster" else "")
+        key = r["variant"] + (f"{r['P']}" if r["variant"].startswith("cluster") else "")
         if key not in cols:
             cols.append(key)
     print("workload        N      " + " ".join(f"{c:>10s}" for c in cols))
     rows: dict[tuple, dict] = {}
     for r in records:
-        key = r["variant"] + (f"{r['P']}" if r["variant"] == "cluster" else "")
+        key = r["variant"] + (f"{r['P']}" if r["variant"].startswith("cluster") else "")
         rows.setdefault((r["workload"], r["N"]), {})[key] = r
     for (name, N), by in rows.items():
         cells = []

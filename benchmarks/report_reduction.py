@@ -12,11 +12,14 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 CLUSTER_BAR, CLUSTER_BAR_64K = 3.6, 3.75
-METHODS = ("eager", "compile", "compile_max", "triton", "staged", "reread", "cluster")
+METHODS = ("eager", "compile", "compile_max", "triton", "staged", "staged_pf", "reread", "cluster",
+           "cluster_pf")
+CLUSTER = ("cluster", "cluster_pf")
+NON_CLUSTER = ("staged", "staged_pf", "reread")
 
 
 def label(r: dict) -> str:
-    return f"cluster P={r['P']}" if r["variant"] == "cluster" else r["variant"]
+    return f"{r['variant']} P={r['P']}" if r["variant"] in CLUSTER else r["variant"]
 
 
 def build(results: dict) -> str:
@@ -46,19 +49,19 @@ def build(results: dict) -> str:
             rs = [r for r in recs if r["variant"] == m]
             best = max(rs, key=lambda r: r["eff_tbps"], default=None)
             cells.append("-" if best is None else f"{best['eff_tbps']:.2f}")
-        cluster = max((r for r in recs if r["variant"] == "cluster"), key=lambda r: r["eff_tbps"])
+        cluster = max((r for r in recs if r["variant"] in CLUSTER), key=lambda r: r["eff_tbps"])
         bar = CLUSTER_BAR_64K if N == 65536 else CLUSTER_BAR if N >= 16384 else None
         verdict = "-" if bar is None else ("met" if cluster["eff_tbps"] >= bar else f"missed ({bar})")
         if bar is not None:
             met += verdict == "met"
             missed += verdict != "met"
-        nc = max((r for r in recs if r["variant"] in ("staged", "reread")), key=lambda r: r["eff_tbps"])
+        nc = max((r for r in recs if r["variant"] in NON_CLUSTER), key=lambda r: r["eff_tbps"])
         comp = next(r for r in recs if r["variant"] == "compile")
         ok = nc["ms"] <= comp["ms"]
         nc_ok += ok
         nc_bad += not ok
         lines.append(f"| {name} | {N} | " + " | ".join(cells) + f" | {cluster['eff_tbps']:.2f} "
-                     f"(P={cluster['P']}) | {verdict} | {label(nc)} {nc['eff_tbps']:.2f} vs "
+                     f"({label(cluster)}) | {verdict} | {label(nc)} {nc['eff_tbps']:.2f} vs "
                      f"{comp['eff_tbps']:.2f}: {'not slower' if ok else 'slower'} |")
     worst = max(r["rel_err"] for recs in by.values() for r in recs)
     codes = max((r.get("max_code_diff") or 0) for recs in by.values() for r in recs)

@@ -16,7 +16,7 @@ from smemkit.reduction.reference import nonfinite_mismatches, relative_error
 pytestmark = pytest.mark.gpu
 
 VARIANTS = [("staged", None), ("reread", None), ("cluster", 2), ("cluster", 4), ("cluster", 8),
-            ("cluster", 16)]
+            ("cluster", 16), ("staged_pf", None), ("cluster_pf", 2), ("cluster_pf", 8)]
 WIDTHS = [4096, 8192, 16384, 32768, 65536, 1, 31, 1000, 4097, 65535, 98304]
 SEEDS = iter(range(10**6))
 
@@ -125,8 +125,8 @@ def test_bad_inputs_are_named():
         layernorm_bwd(x, dy, gamma, variant="cluster", cluster_size=3)
 
 
-@pytest.mark.parametrize("variant,P", [("staged", None), ("cluster", 2), ("cluster", 8)],
-                         ids=lambda v: str(v))
+@pytest.mark.parametrize("variant,P", [("staged", None), ("cluster", 2), ("cluster", 8),
+                                       ("staged_pf", None), ("cluster_pf", 4)], ids=lambda v: str(v))
 @pytest.mark.parametrize("name", sorted(BUILTIN))
 def test_persistent_grid_loops_over_many_rows(name, variant, P):
     """More rows than resident clusters: every CTA handles several rows (exchange parities)."""

@@ -69,16 +69,19 @@ def resolve_variant(spec: ReductionSpec, N: int, device: torch.device, variant: 
     if variant is None and cluster_size is None:
         return choose_variant(spec, N, info.smem_per_block_optin, NON_PORTABLE_CLUSTER_MAX)
     kind = variant or "cluster"
-    if kind not in VARIANTS:
-        raise InvalidArgumentError(f"variant {kind!r}; allowed: {', '.join(VARIANTS)}")
+    prefetch = kind.endswith("_pf")  # "staged_pf" / "cluster_pf": persistent, two row buffers
+    kind = kind.removesuffix("_pf")
+    if kind not in VARIANTS or (prefetch and kind == "reread"):
+        allowed = [*VARIANTS, "staged_pf", "cluster_pf"]
+        raise InvalidArgumentError(f"variant {variant!r}; allowed: {', '.join(allowed)}")
     if kind == "cluster":
         P = cluster_size or 8
         if P not in CLUSTER_SIZES:
             raise InvalidArgumentError(f"cluster_size {P}; allowed: {CLUSTER_SIZES}")
-        return Variant("cluster", P)
+        return Variant("cluster", P, prefetch=prefetch)
     if cluster_size not in (None, 1):
         raise InvalidArgumentError(f"cluster_size={cluster_size} only applies to variant='cluster'")
-    return Variant(kind)
+    return Variant(kind, prefetch=prefetch)
 
 
 def run(spec: ReductionSpec, tensors: Mapping[str, torch.Tensor], scalars: Mapping[str, float] | None = None,

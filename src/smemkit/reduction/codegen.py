@@ -32,6 +32,7 @@ class Variant:
     P: int = 1
     threads: int = 256
     control: bool = False  # work-free twin for the cost model's T_ctrl: no loads, no outputs
+    prefetch: bool = False  # persistent, two row buffers: stage row r+1 while computing row r
 
     def __post_init__(self) -> None:
         if self.kind not in VARIANTS:
@@ -42,6 +43,8 @@ class Variant:
                 "the others P = 1")
         if self.threads % 32 or not 64 <= self.threads <= 1024:
             raise InvalidArgumentError(f"threads = {self.threads}: a multiple of 32 from 64 to 1024")
+        if self.prefetch and not self.staged:
+            raise InvalidArgumentError("prefetch applies to the staged and cluster variants only")
 
     @property
     def staged(self) -> bool:
@@ -50,7 +53,7 @@ class Variant:
     @property
     def label(self) -> str:
         base = f"{self.kind}_p{self.P}" if self.kind == "cluster" else self.kind
-        return base + ("_control" if self.control else "")
+        return base + ("_pf" if self.prefetch else "") + ("_control" if self.control else "")
 
 
 def kernel_name(spec: ReductionSpec, variant: Variant) -> str:
@@ -68,7 +71,7 @@ def parameter_kinds(spec: ReductionSpec) -> tuple[str, ...]:
 def static_smem_bytes(spec: ReductionSpec, variant: Variant) -> int:
     """Shared memory the kernel declares statically (barriers, exchange slots, reduce scratch)."""
     q = [len(s.stats) for s in spec.stages]
-    raw = 8 * (2 + 2 * len(q)) + 8 * variant.P * sum(q) + 4 * (variant.threads // 32) * max(q)
+    raw = 8 * (3 + 2 * len(q)) + 8 * variant.P * sum(q) + 4 * (variant.threads // 32) * max(q)
     return (raw + 127) // 128 * 128 + 128  # ptxas pads each array and rounds the total to 128 B
 
 
@@ -81,7 +84,8 @@ def cap_vectors(N: int, P: int) -> int:
 def dynamic_smem_bytes(spec: ReductionSpec, variant: Variant, N: int) -> int:
     if not variant.staged:
         return 0
-    return (len(spec.staged_inputs) + len(spec.columns)) * cap_vectors(N, variant.P) * 16
+    buffers = 2 if variant.prefetch else 1
+    return (buffers * len(spec.staged_inputs) + len(spec.columns)) * cap_vectors(N, variant.P) * 16
 
 
 def _rename(spec: ReductionSpec) -> dict[str, str]:
@@ -124,9 +128,13 @@ def generate(spec: ReductionSpec, variant: Variant) -> str:
       f'{kernel_name(spec, variant)}(')
     w("    " + ",\n    ".join(params) + ") {")
     nq = sum(q)
+    ns = len(staged)
+    n_bars = 2 + 2 * len(q) + (1 if variant.prefetch else 0)
+    second_buffer_bar = 2 + 2 * len(q)
     w("  extern __shared__ __align__(128) float4 stage_buf[];")
-    w(f"  __shared__ __align__(8) u64 bars[{2 + 2 * len(q)}];  "
-      "// [0] row staging, [1] column staging, [2 + 2l + parity] exchange of stage l")
+    w(f"  __shared__ __align__(8) u64 bars[{n_bars}];  // [0] row staging, [1] column staging, "
+      "[2 + 2l + parity] exchange of stage l" + (f", [{second_buffer_bar}] second row buffer"
+                                                  if variant.prefetch else ""))
     w(f"  __shared__ float slots[{2 * P * nq}];  // [row parity][stage][rank][q] partials")
     w("  __shared__ float red[NWARPS * QMAX];")
     w("  const int _rank = P > 1 ? static_cast<int>(cluster_ctarank()) : 0;")
@@ -134,14 +142,13 @@ def generate(spec: ReductionSpec, variant: Variant) -> str:
     w("  const int _lane = threadIdx.x & 31, _warp = threadIdx.x >> 5;")
     if len(staged) < len(spec.inputs) or (spec.columns and not staged_cols):
         w("  const u64 _l2_keep = l2_keep_policy();  // data read from global by several passes")
+    row_buffers = 2 if variant.prefetch else 1
     if staged or staged_cols:
         w(f"  const int _cap = {cap_vectors_expr()};")
-        for i, n in enumerate(staged):
-            w(f"  float4* const s_{n} = stage_buf + {i} * _cap;")
         for i, n in enumerate(staged_cols):
-            w(f"  float4* const s_{n} = stage_buf + {len(staged) + i} * _cap;  // column slice")
+            w(f"  float4* const s_{n} = stage_buf + {row_buffers * ns + i} * _cap;  // column slice")
     w("  if (threadIdx.x == 0) {")
-    w(f"    for (int _b = 0; _b < {2 + 2 * len(q)}; ++_b) mbarrier_init(smem_u32(&bars[_b]), 1);")
+    w(f"    for (int _b = 0; _b < {n_bars}; ++_b) mbarrier_init(smem_u32(&bars[_b]), 1);")
     w("    fence_mbarrier_init_cluster();")
     w("    fence_proxy_async_shared();")
     w("  }")
@@ -167,26 +174,54 @@ def generate(spec: ReductionSpec, variant: Variant) -> str:
         w("    __syncthreads();")
         w("    mbarrier_wait_parity(smem_u32(&bars[1]), 0);")
         w("  }")
+    def stage_row(row: str, buf: str, indent: str = "  ") -> None:
+        """Bulk-copy (and partial-end load) row ``row``'s slice of the staged inputs into
+        row buffer ``buf``, completing on that buffer's barrier."""
+        w(f"{indent}{{")
+        w(f"{indent}  const Slice _sn = make_slice({row}, N, _rank, P);")
+        w(f"{indent}  float4* const _dst = stage_buf + ({buf}) * {ns} * _cap;")
+        bar = f"bars[({buf}) ? {second_buffer_bar} : 0]" if variant.prefetch else "bars[0]"
+        w(f"{indent}  const u32 _bar = smem_u32(&{bar});")
+        w(f"{indent}  if (threadIdx.x == 0) {{")
+        w(f"{indent}    fence_proxy_async_shared();")
+        w(f"{indent}    mbarrier_arrive_expect_tx(_bar, {ns}u * _sn.nfull * 16u);")
+        for i, n in enumerate(staged):
+            w(f"{indent}    stage_full_vectors(_dst + {i} * _cap, p_{n}, _sn, _bar);")
+        w(f"{indent}  }}")
+        for i, n in enumerate(staged):
+            w(f"{indent}  stage_partial_vectors(_dst + {i} * _cap, p_{n}, _sn);")
+        w(f"{indent}}}")
+
+    stages_rows = staged and not variant.control
+    if stages_rows and variant.prefetch:
+        w("  // prefetch: the first row is staged now; each iteration stages the next row into the")
+        w("  // other buffer while it computes its own")
+        w("  if (blockIdx.x / P < M) {")
+        stage_row("blockIdx.x / P", "0", "    ")
+        w("  }")
     w("  // persistent: cluster c handles rows c, c + clusters, ... (one row per cluster when the")
     w("  // grid has M clusters)")
     w("  for (int _it = 0, _row = blockIdx.x / P; _row < M; ++_it, _row += gridDim.x / P) {")
     w("  const Slice _s = make_slice(_row, N, _rank, P);")
     w("  float* const _slots = slots + (_it & 1) * " + str(P * nq) + ";")
+    buf = "(_it & 1)" if variant.prefetch else "0"
+    for i, n in enumerate(staged):
+        w(f"  float4* const s_{n} = stage_buf + ({buf} * {ns} + {i}) * _cap;")
     for n in spec.row_inputs:  # (a control kernel has null pointers: it reads nothing)
         w(f"  const float {n} = " + ("0.0f;" if variant.control else f"p_{n}[_row];"))
-    if staged and not variant.control:
-        w(f"  // stage the row slice of {', '.join(staged)} in shared memory (bulk copy + partial ends)")
+    if stages_rows:
         w("  __syncthreads();  // every thread is done with the previous row's staged data")
-        w("  if (threadIdx.x == 0) {")
-        w("    fence_proxy_async_shared();")
-        w(f"    mbarrier_arrive_expect_tx(smem_u32(&bars[0]), {len(staged)}u * _s.nfull * 16u);")
-        for n in staged:
-            w(f"    stage_full_vectors(s_{n}, p_{n}, _s, smem_u32(&bars[0]));")
-        w("  }")
-        for n in staged:
-            w(f"  stage_partial_vectors(s_{n}, p_{n}, _s);")
-        w("  __syncthreads();")
-        w("  mbarrier_wait_parity(smem_u32(&bars[0]), _it & 1);")
+        if variant.prefetch:
+            w("  if (_row + gridDim.x / P < M) {  // the next row, into the buffer just freed")
+            stage_row("_row + gridDim.x / P", "(_it & 1) ^ 1", "    ")
+            w("  }")
+            w(f"  mbarrier_wait_parity(smem_u32(&bars[(_it & 1) ? {second_buffer_bar} : 0]), "
+              "(_it >> 1) & 1);")
+        else:
+            w(f"  // stage the row slice of {', '.join(staged)} in shared memory (bulk copy + partial ends)")
+            stage_row("_row", "0")
+            w("  __syncthreads();")
+            w("  mbarrier_wait_parity(smem_u32(&bars[0]), _it & 1);")
 
     row_names = {*spec.row_inputs, *spec.scalar_names, "N"}
     hoisted: dict[str, str] = {}

@@ -133,11 +133,12 @@ def launch_args(spec: ReductionSpec, variant: Variant, M: int, N: int, args: lis
     kernel = compiled_kernel(spec, variant)
     smem = dynamic_smem_bytes(spec, variant, N)
     clusters = M
-    if variant.staged and spec.columns:
+    if variant.staged and (spec.columns or variant.prefetch):
         # Persistent: as many clusters as fit at once, each looping over rows, so a column
         # slice staged once serves every row (measured on the H200: layernorm_bwd 2.9 -> 3.4
         # TB/s at N = 64K). Without columns one cluster per row measured faster (softmax_bwd
-        # 3.86 vs 3.56 TB/s), since freshly launched CTAs overlap their loads with others' work.
+        # 3.86 vs 3.56 TB/s), since freshly launched CTAs overlap their loads with others' work;
+        # the prefetch variants stage row r+1 during row r to win that overlap back.
         clusters = min(clusters, resident_clusters(kernel, variant, smem))
     kernel.launch(clusters * variant.P, variant.threads, *args, cluster=variant.P, smem=smem,
                   device=device)
