@@ -136,3 +136,16 @@ def test_persistent_grid_loops_over_many_rows(name, variant, P):
         _, _, again = run_case(name, 3001, N, variant, P, tensors, scalars)
         for key in got:
             assert torch.equal(got[key].view(torch.uint8), again[key].view(torch.uint8)), key
+
+
+def test_autotune_picks_records_and_stays_correct(isolated_cache):
+    from smemkit.runtime import cache
+
+    name = "softmax_bwd"
+    tensors, scalars = make_inputs(name, 512, 32768, device="cuda",
+                                   generator=torch.Generator().manual_seed(next(SEEDS)))
+    got = run(BUILTIN[name], tensors, scalars, autotune=True)
+    check(name, got, reference(BUILTIN[name], tensors, scalars))
+    gpu = "".join(c if c.isalnum() else "_" for c in torch.cuda.get_device_name())
+    (entry,) = cache.read_record(f"autotune/{gpu}").values()
+    assert min(entry["ms"].values()) > 0 and entry["best"]["kind"] in ("staged", "reread", "cluster")

@@ -14,6 +14,7 @@ from collections.abc import Mapping
 import torch
 
 from smemkit.errors import InvalidArgumentError
+from smemkit.reduction import autotune as tuning
 from smemkit.reduction.codegen import VARIANTS, Variant
 from smemkit.reduction.kernels import CLUSTER_SIZES, launch, legality, prepare
 from smemkit.reduction.spec import ReductionSpec
@@ -86,13 +87,36 @@ def resolve_variant(spec: ReductionSpec, N: int, device: torch.device, variant: 
 
 def run(spec: ReductionSpec, tensors: Mapping[str, torch.Tensor], scalars: Mapping[str, float] | None = None,
         *, variant: str | None = None, cluster_size: int | None = None,
-        out: Mapping[str, torch.Tensor] | None = None) -> dict[str, torch.Tensor]:
-    """Run any spec (built-in or user-written) and return its outputs by name."""
+        out: Mapping[str, torch.Tensor] | None = None, autotune: bool | None = None
+        ) -> dict[str, torch.Tensor]:
+    """Run any spec (built-in or user-written) and return its outputs by name.
+
+    With ``autotune=True`` (or ``SMEMKIT_AUTOTUNE=1``) and no explicit variant, the first call
+    at a (GPU, spec, row class, width) times every legal variant and records the fastest.
+    """
     prepared = prepare(spec, tensors, scalars or {}, out)
     device = next(iter(prepared.outputs.values())).device
-    chosen = resolve_variant(spec, prepared.N, device, variant, cluster_size)
+    if variant is None and cluster_size is None and prepared.M and tuning.enabled(autotune):
+        chosen = _autotuned(spec, prepared, device)
+    else:
+        chosen = resolve_variant(spec, prepared.N, device, variant, cluster_size)
     launch(spec, chosen, prepared)
     return prepared.outputs
+
+
+def _autotuned(spec: ReductionSpec, prepared, device: torch.device) -> Variant:
+    from smemkit.reduction.kernels import require_kernel_support
+    from smemkit.runtime.timing import time_gpu
+
+    index = device.index if device.index is not None else torch.cuda.current_device()
+    info = require_kernel_support(index)
+    candidates = legal_variants(spec, prepared.N, info.smem_per_block_optin, NON_PORTABLE_CLUSTER_MAX)
+    candidates += [Variant(v.kind, v.P, v.threads, prefetch=True) for v in candidates if v.staged]
+
+    def time_ms(v: Variant) -> float:
+        return time_gpu(lambda: launch(spec, v, prepared), warmup=2, reps=10, graph=True).median_ms
+
+    return tuning.tuned_variant(spec, prepared.M, prepared.N, info.name, candidates, time_ms)
 
 
 def layernorm_bwd(x: torch.Tensor, dy: torch.Tensor, gamma: torch.Tensor, *, eps: float = 1e-5,

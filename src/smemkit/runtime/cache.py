@@ -43,6 +43,35 @@ def _paths(key: str) -> tuple[Path, Path, Path]:
     return root / f"{key}.cubin", root / f"{key}.json", root / f"{key}.lock"
 
 
+def record_path(name: str) -> Path:
+    """A JSON record file in the cache (e.g. ``autotune/<gpu>.json``), for small decisions."""
+    return cache_dir() / f"{name}.json"
+
+
+def update_record(name: str, key: str, value: dict) -> dict:
+    """Set ``key`` in the JSON record ``name`` under an inter-process lock; returns the record."""
+    path = record_path(name)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with open(path.with_suffix(".lock"), "a+b") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        try:
+            record = read_record(name)
+            record[key] = value
+            _atomic_write(path, json.dumps(record, indent=1, sort_keys=True).encode())
+        finally:
+            fcntl.flock(lock, fcntl.LOCK_UN)
+    return record
+
+
+def read_record(name: str) -> dict:
+    """The JSON record ``name`` ({} when absent or unreadable)."""
+    try:
+        data = json.loads(record_path(name).read_text())
+    except (OSError, ValueError):
+        return {}
+    return data if isinstance(data, dict) else {}
+
+
 def load(key: str) -> CacheEntry | None:
     """The entry for ``key``, or None when absent or unreadable (a torn entry is a miss)."""
     cubin_path, meta_path, _ = _paths(key)
@@ -99,7 +128,10 @@ def info() -> dict:
 
 
 def clear() -> int:
-    """Delete every entry; returns how many cubins were removed."""
+    """Delete every entry (cubins and records); returns how many cubins were removed."""
+    for record in cache_dir().glob("*/*.json"):  # records such as autotune/<gpu>.json
+        if record.parent.name != "cubin":
+            record.unlink()
     root = cache_dir() / "cubin"
     if not root.is_dir():
         return 0

@@ -1,0 +1,40 @@
+"""Measured variant choice: fastest candidate kept, recorded on disk, reused without timing."""
+
+from smemkit.reduction import BUILTIN
+from smemkit.reduction.autotune import enabled, shape_key, tuned_variant
+from smemkit.reduction.codegen import Variant
+from smemkit.runtime import cache
+
+SPEC = BUILTIN["softmax_bwd"]
+CANDIDATES = [Variant("staged"), Variant("reread"), Variant("cluster", 4)]
+
+
+def test_fastest_is_chosen_recorded_and_reused(isolated_cache):
+    timed = []
+
+    def time_ms(v):
+        timed.append(v)
+        return {"staged": 2.0, "reread": 3.0, "cluster": 1.0}[v.kind]
+
+    first = tuned_variant(SPEC, 4000, 65536, "NVIDIA H200", CANDIDATES, time_ms)
+    assert first == Variant("cluster", 4) and len(timed) == 3
+    record = cache.read_record("autotune/NVIDIA_H200")
+    (entry,) = record.values()
+    assert entry["ms"] == {"staged": 2.0, "reread": 3.0, "cluster_p4": 1.0}
+    # same row class (4000 and 3000 both round to 4096): no timing at all
+    again = tuned_variant(SPEC, 3000, 65536, "NVIDIA H200", CANDIDATES, lambda v: 1 / 0)
+    assert again == first and len(timed) == 3
+    assert cache.clear() == 0 and cache.read_record("autotune/NVIDIA_H200") == {}
+
+
+def test_shape_classes_and_spec_fingerprint():
+    assert shape_key(SPEC, 4000, 8192) == shape_key(SPEC, 2049, 8192)
+    assert shape_key(SPEC, 4000, 8192) != shape_key(SPEC, 4000, 8193)
+    assert shape_key(SPEC, 4000, 8192) != shape_key(BUILTIN["layernorm_bwd"], 4000, 8192)
+
+
+def test_enabled_by_flag_or_environment(monkeypatch):
+    monkeypatch.delenv("SMEMKIT_AUTOTUNE", raising=False)
+    assert not enabled(None) and enabled(True)
+    monkeypatch.setenv("SMEMKIT_AUTOTUNE", "1")
+    assert enabled(None) and not enabled(False)
