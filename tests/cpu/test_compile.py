@@ -12,7 +12,9 @@ SHIPPED = sorted(
     str(p.relative_to(Path(str(resources.files("smemkit")))))
     for p in Path(str(resources.files("smemkit"))).rglob("*.cu")
 )
-TEST_KERNELS = sorted(Path(__file__).parent.parent.joinpath("gpu", "kernels").glob("*.cu"))
+REPO = Path(__file__).resolve().parents[2]
+TEST_KERNELS = sorted([*REPO.joinpath("tests", "gpu", "kernels").glob("*.cu"),
+                       *REPO.joinpath("benchmarks", "kernels").glob("*.cu")])
 
 
 def test_there_are_shipped_kernels():
