@@ -1,0 +1,501 @@
+"""Shared-memory atomics on the current GPU: service table, SASS check, held-out validation and the
+histogram case study (SPEC §3, issue 6). One command:
+
+    python benchmarks/atomics.py                       # on the H200 -> benchmarks/results/h200/atomics.json
+    python benchmarks/atomics.py --ncu                 # + the histogram kernels under Nsight Compute
+    python benchmarks/atomics.py --dry-run --out X.json  # no GPU: compile + SASS + the pipeline on a
+                                                        # made-up table (nothing in it is measured)
+
+Steps:
+1. compile every microbenchmark variant (op x dtype x returning) and the histogram kernels for
+   the GPU's architecture (sm_90a in --dry-run); record registers and spills;
+2. SASS: cuobjdump each module and classify every ATOMS as native or CAS retry loop;
+3. service table: per variant, pattern (the table patterns) and n (1..64 warps per SM), S(n) =
+   1 / (median over SMs of warp instructions per cycle), from clock64 per warp; a CUDA-event
+   timing of one configuration per variant cross-checks cycles against wall time;
+4. validation on configurations the table does not contain: warp counts off the grid, held-out
+   address patterns, think times (the closed queue) and CAS fractions (mix): each record has
+   config, predicted and measured throughput (warp instructions per SM cycle), and the summary
+   the median and max relative error against the issue's 10 % / 25 % limits;
+5. histograms: four kernels x uniform / skewed / single-bin keys, checked against
+   torch.bincount, timed with CUDA events (median of --reps); per kernel the model's predicted U
+   from the data (X from time and instruction counts, e and w from the keys); with --ncu, the
+   same kernels profiled by `ncu` and analyzed from counters (U per SM and verdict).
+
+In --dry-run the "measurements" come from the placeholder model itself (so the pipeline and the
+JSON are exercised without a GPU); the file says so in "status".
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import torch
+
+from smemkit.atomics import ncu
+from smemkit.atomics.analysis import analyze, analyze_record
+from smemkit.atomics.kernels import (
+    HELD_OUT_PATTERNS,
+    HIST_KERNELS,
+    PATTERNS,
+    TABLE_PATTERNS,
+    AtomSweep,
+    Histogram,
+    Variant,
+    all_variants,
+    compile_histograms,
+    nominal_wavefronts,
+)
+from smemkit.atomics.model import closed_queue, error_summary, relative_error
+from smemkit.atomics.sass import ToolNotFoundError, classify_cubin, find_tool
+from smemkit.atomics.table import N_GRID, ServiceCurve, ServiceTable, placeholder_table
+from smemkit.hw.environment import device_block
+
+ROOT = Path(__file__).resolve().parent.parent
+DEFAULT_OUT = ROOT / "benchmarks" / "results" / "h200" / "atomics.json"
+CORE = ("add.int32.noret", "inc.int32.noret", "add.int32.ret", "add.float32.noret", "cas.int32.ret",
+        "cas.int32.noret", "exch.int32.noret", "max.int32.noret", "mix.int32.noret")
+QUICK_GRID = (1, 4, 16, 32, 64)
+HELD_OUT_N = (3, 6, 20, 40, 56)
+THINKS = (4, 16, 64)
+HIST_N = 1 << 26
+HIST_NBINS = 256
+HIST_INPUTS = ("uniform", "skewed", "single")
+
+
+def log(msg: str) -> None:
+    print(f"[atomics {time.strftime('%H:%M:%S')}] {msg}", flush=True)
+
+
+# ---- measuring: the GPU and a stand-in for --dry-run -------------------------------------------
+
+
+class GpuRunner:
+    """Measures on the current GPU (AtomSweep launches; per-SM clock64 throughput)."""
+
+    kind = "gpu"
+
+    def __init__(self, iters: int) -> None:
+        self.sm_count = torch.cuda.get_device_properties(0).multi_processor_count
+        self.iters = iters
+        self._sweeps: dict[str, AtomSweep] = {}
+
+    def sweep(self, variant: str) -> AtomSweep:
+        if variant not in self._sweeps:
+            self._sweeps[variant] = AtomSweep(Variant.parse(variant), self.sm_count)
+        return self._sweeps[variant]
+
+    def throughput(self, variant: str, pattern: str, n: int, *, scope: str = "private", think: int = 0,
+                   cas_per8: int = 0) -> dict:
+        return self.sweep(variant).run(PATTERNS[pattern], n, iters=self.iters, scope=scope, think=think,
+                                       cas_per8=cas_per8)
+
+    def think_cycles(self, variant: str, n: int, think: int) -> float:
+        """Z: cycles per loop iteration of one warp with the atomic switched off."""
+        r = self.sweep(variant).run(PATTERNS["distinct_banks"], n, iters=self.iters, think=think,
+                                    do_atomic=False)
+        return n / r["per_cycle_median"]  # per-SM iterations per cycle / n warps -> per-warp period
+
+    def event_ms(self, variant: str, pattern: str, n: int, reps: int) -> float:
+        from smemkit.runtime.timing import time_gpu
+
+        return time_gpu(self.sweep(variant).launcher(PATTERNS[pattern], n, iters=self.iters),
+                        warmup=3, reps=reps).median_ms
+
+
+class ModelRunner:
+    """--dry-run: answers from a (placeholder) table through the same model the predictions use.
+
+    Adds a fixed, deterministic 3 % skew so error statistics are not trivially zero. Nothing this
+    produces is a measurement.
+    """
+
+    kind = "placeholder-model (dry run, not measured)"
+
+    def __init__(self, table: ServiceTable, sm_count: int = 132) -> None:
+        self.table = table
+        self.sm_count = sm_count
+
+    def throughput(self, variant: str, pattern: str, n: int, *, scope: str = "private", think: int = 0,
+                   cas_per8: int = 0) -> dict:
+        s = mix_service(self.table, variant, pattern, cas_per8, scope)
+        z = think * 5.0
+        x = closed_queue(lambda j: s(j), n, z).throughput * (1.03 if n % 2 else 0.97)
+        return {"per_cycle_median": x, "per_cycle_min": x, "per_cycle_max": x, "sms": self.sm_count,
+                "sms_other": 0, "layout": "model", "ctas_per_sm": None, "warps_per_cta": None}
+
+    def think_cycles(self, variant: str, n: int, think: int) -> float:
+        return think * 5.0
+
+    def event_ms(self, variant: str, pattern: str, n: int, reps: int) -> float:
+        return float("nan")
+
+
+def mix_service(table: ServiceTable, variant: str, pattern: str, cas_per8: int, scope: str):
+    """S(j) for a variant; for mix.* the CAS share c = cas_per8 / 8 adds: (1-c) S_add + c S_cas."""
+    v = Variant.parse(variant)
+    if v.op != "mix":
+        return lambda j: table.service_estimate(variant, pattern, j, scope)
+    ret = "ret" if v.returning else "noret"
+    add, cas = f"add.{v.dtype}.{ret}", f"cas.{v.dtype}.{ret}"
+    c = cas_per8 / 8
+    return lambda j: ((1 - c) * table.service_estimate(add, pattern, j, scope)
+                      + c * table.service_estimate(cas, pattern, j, scope))
+
+
+# ---- steps ------------------------------------------------------------------------------------
+
+
+def compile_all(variants: list[Variant], arch: str) -> dict:
+    out = {}
+    for v in variants:
+        m = v.compile(arch)
+        out[v.name] = {"registers": max(u.registers for u in m.resources.values()),
+                       "spills": any(u.spills for u in m.resources.values()), "kernels": len(m.resources)}
+    h = compile_histograms(arch)
+    out["histograms"] = {k: {"registers": u.registers, "spills": u.spills} for k, u in h.resources.items()}
+    return out
+
+
+def sass_check(variants: list[Variant], arch: str) -> dict:
+    if find_tool("cuobjdump") is None:
+        return {"status": "skipped: cuobjdump not found"}
+    result = {"status": "ok", "arch": arch, "variants": {}}
+    for v in variants:
+        verdicts = classify_cubin(v.compile(arch).cubin)
+        kinds = {k.kind for k in verdicts.values() if k.kind != "none"}
+        opcodes = sorted({o for k in verdicts.values() for o in k.opcodes})
+        result["variants"][v.name] = {"kind": kinds.pop() if len(kinds) == 1 else "mixed",
+                                      "opcodes": opcodes}
+    hist = classify_cubin(compile_histograms(arch).cubin)
+    result["histograms"] = {k: hist[k].to_dict() for k in HIST_KERNELS if k in hist}
+    return result
+
+
+def build_table(runner, variants: list[str], grid: tuple[int, ...], shared_variants: list[str],
+                sass: dict, gpu: str, sm_count: int, clock_mhz: float | None) -> ServiceTable:
+    table = ServiceTable(gpu, "measured" if runner.kind == "gpu" else "placeholder", sm_count=sm_count,
+                         sm_clock_mhz=clock_mhz,
+                         notes="S(n) = 1 / median per-SM warp instructions per cycle (clock64); "
+                               "wavefronts are the bank-rule (nominal) counts")
+    for name in variants:
+        v = Variant.parse(name)
+        kind = sass.get("variants", {}).get(name, {}).get("kind")
+        for scope in ("private", "shared") if name in shared_variants else ("private",):
+            for pattern in TABLE_PATTERNS:
+                cycles = []
+                for n in grid:
+                    r = runner.throughput(name, pattern, n, scope=scope)
+                    cycles.append(1.0 / r["per_cycle_median"])
+                w = float(nominal_wavefronts(PATTERNS[pattern], v.dtype))
+                table.add(ServiceCurve(name, pattern, scope, w, tuple(grid), tuple(cycles), kind))
+        log(f"table: {name} done")
+    return table
+
+
+def validation(runner, table: ServiceTable, variants: list[str]) -> dict:
+    """Held-out configurations: predicted (table + model) vs measured throughput."""
+    records = []
+
+    def record(kind: str, config: dict, predicted: float, measured: dict) -> None:
+        m = measured["per_cycle_median"]
+        records.append({"kind": kind, "config": config, "predicted": predicted, "measured": m,
+                        "error": relative_error(predicted, m), "sms": measured.get("sms")})
+
+    core = [v for v in ("add.int32.noret", "inc.int32.noret", "cas.int32.ret", "add.float32.noret")
+            if v in variants]
+    for v in core:  # warp counts between the grid points, table patterns
+        for pattern in ("distinct_banks", "conflict4", "same"):
+            for n in HELD_OUT_N:
+                pred = 1.0 / table.service_estimate(v, pattern, n)
+                record("n_off_grid", {"variant": v, "pattern": pattern, "n": n},
+                       pred, runner.throughput(v, pattern, n))
+        for pattern in HELD_OUT_PATTERNS:  # address patterns the table never saw
+            for n in (8, 32):
+                pred = 1.0 / table.service_estimate(v, pattern, n)
+                record("pattern_held_out", {"variant": v, "pattern": pattern, "n": n},
+                       pred, runner.throughput(v, pattern, n))
+        for n in (8, 16, 32, 64):  # think time: the closed queue
+            for think in THINKS:
+                z = runner.think_cycles(v, n, think)
+                q = closed_queue(lambda j, v=v: table.service_estimate(v, "distinct_banks", j), n, z)
+                record("think", {"variant": v, "pattern": "distinct_banks", "n": n, "think_iters": think,
+                                 "z_cycles": z, "predicted_response": q.response,
+                                 "predicted_utilization": q.utilization},
+                       q.throughput, runner.throughput(v, "distinct_banks", n, think=think))
+    if "mix.int32.noret" in variants and {"add.int32.noret", "cas.int32.noret"} <= set(table.variants()):
+        for cas_per8 in (1, 2, 4, 6):  # CAS fraction c
+            for n in (8, 32):
+                s = mix_service(table, "mix.int32.noret", "distinct_banks", cas_per8, "private")
+                record("cas_fraction", {"variant": "mix.int32.noret", "pattern": "distinct_banks", "n": n,
+                                        "c": cas_per8 / 8}, 1.0 / s(n),
+                       runner.throughput("mix.int32.noret", "distinct_banks", n, cas_per8=cas_per8))
+    summary = error_summary((r["predicted"], r["measured"]) for r in records)
+    by_kind = {k: error_summary((r["predicted"], r["measured"]) for r in records if r["kind"] == k)
+               for k in sorted({r["kind"] for r in records})}
+    return {"unit": "warp instructions per SM cycle", "records": records, "summary": summary,
+            "by_kind": by_kind}
+
+
+# ---- histograms ------------------------------------------------------------------------------
+
+
+def make_keys(kind: str, n: int, device: str, seed: int = 0) -> torch.Tensor:
+    """uniform: every bin alike; skewed: bin b with weight ~ 2^-b/8 (a few hot bins); single: one bin."""
+    g = torch.Generator(device=device).manual_seed(seed)
+    if kind == "uniform":
+        keys = torch.randint(0, 2**31 - 1, (n,), generator=g, device=device, dtype=torch.int64)
+        return keys.to(torch.int32)
+    if kind == "skewed":
+        u = torch.rand(n, generator=g, device=device)
+        bins = torch.clamp((-8.0 * torch.log2(u.clamp_min(1e-12))).floor(), max=HIST_NBINS - 1)
+        high = torch.randint(0, 2**20, (n,), generator=g, device=device) * HIST_NBINS
+        return (bins.to(torch.int64) + high).to(torch.int32)
+    if kind == "single":
+        return torch.full((n,), 7, dtype=torch.int32, device=device)
+    raise ValueError(kind)
+
+
+def instruction_stats(keys: torch.Tensor, nbins: int) -> dict:
+    """Per warp atomic instruction of the uint4 loop (lane l takes keys[4(base+l) .. +3], one
+    instruction per component): distinct bins and bank-rule wavefronts, averaged."""
+    n = keys.numel() // 128 * 128
+    bins = (keys[:n].to(torch.int64) & (nbins - 1)).view(-1, 32, 4).transpose(1, 2).reshape(-1, 32)
+    srt, _ = bins.sort(dim=1)
+    first = torch.ones_like(srt, dtype=torch.bool)
+    first[:, 1:] = srt[:, 1:] != srt[:, :-1]
+    distinct = first.sum(dim=1)
+    banks = torch.zeros(srt.shape[0], 32, dtype=torch.int64, device=srt.device)
+    banks.scatter_add_(1, srt % 32, first.to(torch.int64))
+    wave = banks.max(dim=1).values
+    return {"instructions": int(bins.shape[0]), "distinct_mean": float(distinct.float().mean()),
+            "wavefronts_mean": float(wave.float().mean()), "aggregate_instructions": int(distinct.sum())}
+
+
+def synthetic_record(kernel: str, stats: dict, ms: float, sm_count: int,
+                     clock_mhz: float) -> ncu.LaunchRecord:
+    """A LaunchRecord built from what the run knows (no counters): the model's prediction path."""
+    inst = stats["aggregate_instructions"] if kernel == "hist_aggregate" else stats["instructions"]
+    w = 1.0 if kernel == "hist_aggregate" else stats["wavefronts_mean"]
+    cycles = ms * 1e-3 * clock_mhz * 1e6 * sm_count
+    rec = ncu.LaunchRecord("model", kernel)
+    cls = ncu.INST_ALU if kernel in ("hist_add", "hist_aggregate") else ncu.INST_ATOM
+    rec.metrics[cls] = ncu.MetricValue(float(inst), "inst")
+    rec.metrics[f"{ncu.WAVEFRONTS}.sum"] = ncu.MetricValue(inst * w, "")
+    rec.metrics[f"{ncu.CYCLES}.sum"] = ncu.MetricValue(cycles, "cycle")
+    rec.metrics[ncu.WARPS_ACTIVE] = ncu.MetricValue(32.0, "warp")
+    return rec
+
+
+def histograms(runner, table: ServiceTable, reps: int, clock_mhz: float, n_keys: int) -> list[dict]:
+    gpu = runner.kind == "gpu"
+    device = "cuda" if gpu else "cpu"
+    hist = Histogram() if gpu else None
+    records = []
+    for inp in HIST_INPUTS:
+        keys = make_keys(inp, n_keys, device)
+        want = torch.bincount((keys.to(torch.int64) & (HIST_NBINS - 1)), minlength=HIST_NBINS)
+        stats = instruction_stats(keys, HIST_NBINS)
+        for name in HIST_KERNELS:
+            rec = {"input": inp, "kernel": name, "n_keys": n_keys, "nbins": HIST_NBINS, **stats}
+            if gpu:
+                from smemkit.runtime.timing import time_gpu
+
+                out = torch.zeros(HIST_NBINS, dtype=torch.int32, device="cuda")
+                launch = hist.launcher(name, keys, out, HIST_NBINS, sm_count=runner.sm_count)
+                launch()
+                torch.cuda.synchronize()
+                rec["correct"] = bool(torch.equal(out.to(torch.int64).cpu(), want.cpu()))
+                ms = time_gpu(launch, warmup=3, reps=reps).median_ms  # out keeps accumulating: unread
+            else:
+                rec["correct"] = None
+                ms = _model_hist_ms(table, name, stats, runner.sm_count, clock_mhz)
+            rec["ms"] = ms
+            rec["keys_gbps"] = 4 * n_keys / (ms * 1e-3) / 1e9
+            a = predict_hist(table, name, stats, ms, runner.sm_count, clock_mhz)
+            rec["predicted"] = a.to_dict()
+            records.append(rec)
+            log(f"histogram {inp:8s} {name:15s} {ms:8.3f} ms  U(model) "
+                f"{a.u_atom.median if a.u_atom else float('nan'):.2f}")
+    for inp in HIST_INPUTS:  # the case-study pair: how far apart are inc and add
+        t = {r["kernel"]: r["ms"] for r in records if r["input"] == inp}
+        for r in records:
+            if r["input"] == inp:
+                r["ratio_to_inc"] = r["ms"] / t["hist_inc"]
+    return records
+
+
+def predict_hist(table: ServiceTable, name: str, stats: dict, ms: float, sm_count: int, clock_mhz: float):
+    """The model's analysis of one histogram run from the data alone (no counters)."""
+    distinct = None if name == "hist_aggregate" else stats["distinct_mean"]
+    return analyze_record(synthetic_record(name, stats, ms, sm_count, clock_mhz), table, distinct=distinct)
+
+
+def _model_hist_ms(table: ServiceTable, name: str, stats: dict, sm_count: int, clock_mhz: float) -> float:
+    """--dry-run stand-in time: the larger of the atomic-unit time and reading the keys at 4.17 TB/s."""
+    inst = stats["aggregate_instructions"] if name == "hist_aggregate" else stats["instructions"]
+    s_eff = predict_hist(table, name, stats, 1.0, sm_count, clock_mhz).service_cycles
+    t_atomic = inst * s_eff / sm_count / (clock_mhz * 1e6)
+    t_dram = 4 * stats["instructions"] * 32 / 4.17e12
+    return 1e3 * max(t_atomic, t_dram)
+
+
+def histograms_ncu(table: ServiceTable, out_dir: Path, n_keys: int) -> dict:
+    """Profile the histogram kernels (one launch each per input) under ncu and analyze the counters."""
+    exe = find_tool("ncu")
+    if exe is None:
+        return {"status": "skipped: ncu not found"}
+    report = out_dir / "atomics_hist.ncu-rep"
+    app = [sys.executable, str(Path(__file__).resolve()), "--hist-child", "--hist-keys", str(n_keys)]
+    cmd = ncu.profile_command(app, report, ncu=exe, kernel_regex="^hist_")
+    log(f"ncu: {' '.join(cmd[:6])} ...")
+    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=3000)
+    if proc.returncode != 0 or not report.is_file():
+        return {"status": f"ncu failed ({proc.returncode})", "stderr": proc.stderr[-2000:]}
+    export = subprocess.run(ncu.import_command(report, ncu=exe), capture_output=True, text=True, timeout=600)
+    csv_path = out_dir / "atomics_hist_ncu.csv"
+    csv_path.write_text(export.stdout)
+    records = ncu.parse_csv(export.stdout)
+    order = [(inp, name) for inp in HIST_INPUTS for name in HIST_KERNELS]
+    results = analyze(records, table, per_launch=True)
+    out = []
+    for (inp, name), res in zip(order, results, strict=False):
+        out.append({"input": inp, "kernel": name, "analysis": res.to_dict()})
+    return {"status": "ok", "csv": str(csv_path.relative_to(ROOT)), "launches": len(records), "kernels": out}
+
+
+def hist_child(n_keys: int) -> int:
+    """Run each histogram kernel once per input, in the order histograms_ncu expects."""
+    hist = Histogram()
+    sm_count = torch.cuda.get_device_properties(0).multi_processor_count
+    for inp in HIST_INPUTS:
+        keys = make_keys(inp, n_keys, "cuda")
+        for name in HIST_KERNELS:
+            out = torch.zeros(HIST_NBINS, dtype=torch.int32, device="cuda")
+            hist.launcher(name, keys, out, HIST_NBINS, sm_count=sm_count)()
+            torch.cuda.synchronize()
+    return 0
+
+
+# ---- main -------------------------------------------------------------------------------------
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--out", type=Path,
+                    help=f"results JSON (default on a GPU: {DEFAULT_OUT.relative_to(ROOT)})")
+    ap.add_argument("--dry-run", action="store_true", help="no GPU: compile, SASS, placeholder pipeline")
+    ap.add_argument("--quick", action="store_true", help="core variants and a coarse n grid only")
+    ap.add_argument("--variants", help="comma-separated variants for the table (default: all, or core "
+                    "with --quick)")
+    ap.add_argument("--iters", type=int, default=2048, help="atomics per warp per launch (multiple of 8)")
+    ap.add_argument("--reps", type=int, default=30, help="CUDA-event repetitions (median)")
+    ap.add_argument("--hist-keys", type=int, default=None, help=f"keys per histogram (default {HIST_N}; "
+                    "2^16 in --dry-run)")
+    ap.add_argument("--ncu", action="store_true", help="also profile the histogram kernels with ncu")
+    ap.add_argument("--skip-compile", action="store_true")
+    ap.add_argument("--hist-child", action="store_true", help=argparse.SUPPRESS)
+    args = ap.parse_args(argv)
+
+    if args.hist_child:
+        return hist_child(args.hist_keys or HIST_N)
+    gpu = not args.dry_run
+    if gpu and not torch.cuda.is_available():
+        ap.error("no CUDA GPU visible: run with --dry-run on a machine without one")
+    out_path = args.out or (DEFAULT_OUT if gpu else None)
+    arch = "sm_90a"
+    if gpu:
+        from smemkit.runtime.compiler import arch_for_capability
+
+        arch = arch_for_capability(*torch.cuda.get_device_capability(0))
+    variants_all = all_variants()
+    if args.variants:
+        names = [s.strip() for s in args.variants.split(",") if s.strip()]
+    elif args.quick:
+        names = list(CORE)
+    else:
+        names = [v.name for v in variants_all]
+    chosen = [Variant.parse(n) for n in names]
+    grid = QUICK_GRID if args.quick else N_GRID
+    t0 = time.time()
+
+    result: dict = {"status": "measured" if gpu else "dry-run: nothing here is measured",
+                    "generated_by": "python benchmarks/atomics.py" + (" --dry-run" if not gpu else ""),
+                    "device": device_block(), "arch": arch}
+    to_build = chosen if args.variants else variants_all
+    if not args.skip_compile:
+        log(f"compiling {len(to_build)} variants + histograms for {arch}")
+        result["compile"] = compile_all(to_build, arch)
+        bad = [k for k, v in result["compile"].items() if k != "histograms" and v["spills"]]
+        if bad:
+            raise SystemExit(f"kernels spill: {bad}")
+    log("SASS check")
+    try:
+        result["sass"] = sass_check(to_build, arch)
+    except ToolNotFoundError as exc:
+        result["sass"] = {"status": f"failed: {exc}"}
+
+    block = result["device"]
+    clock = float(block.get("sm_clock_max_mhz") or 1980.0)
+    if gpu:
+        runner = GpuRunner(args.iters)
+        gpu_name = block.get("gpu") or "unknown GPU"
+        log(f"service table on {gpu_name}: {len(chosen)} variants x {len(TABLE_PATTERNS)} patterns x "
+            f"{len(grid)} warp counts")
+        shared = [n for n in names if n in CORE]
+        table = build_table(runner, names, grid, shared, result["sass"], gpu_name, runner.sm_count, clock)
+        result["timing_crosscheck"] = []
+        for name in [n for n in names if n in CORE]:
+            ms = runner.event_ms(name, "distinct_banks", 32, args.reps)
+            cycles_per_inst = table.service(name, "distinct_banks", 32)
+            expected_ms = args.iters * 32 * cycles_per_inst / (clock * 1e3)
+            result["timing_crosscheck"].append({"variant": name, "event_ms": ms,
+                                                "from_cycles_ms": expected_ms})
+    else:
+        runner = ModelRunner(placeholder_table())
+        table = build_table(runner, names, grid, [n for n in names if n in CORE], result["sass"],
+                            "placeholder model (dry run)", runner.sm_count, clock)
+    result["service_table"] = table.to_dict()
+    log("validation (held-out configurations)")
+    result["validation"] = validation(runner, table, names)
+    s = result["validation"]["summary"]
+    log(f"validation: {s['count']} records, median error {s['median']:.3f}, max {s['max']:.3f}")
+    n_keys = args.hist_keys or (HIST_N if gpu else 1 << 16)
+    log("histogram case study")
+    result["histogram"] = {"records": histograms(runner, table, args.reps, clock, n_keys)}
+    if args.ncu and gpu:
+        out_dir = (out_path or DEFAULT_OUT).parent
+        result["histogram"]["ncu"] = histograms_ncu(table, out_dir, n_keys)
+    result["elapsed_s"] = round(time.time() - t0, 1)
+    text = json.dumps(_clean(result), indent=1, allow_nan=False)
+    if out_path:
+        out_path.parent.mkdir(parents=True, exist_ok=True)
+        out_path.write_text(text + "\n")
+        log(f"wrote {out_path}")
+    else:
+        log("dry run: no --out given, nothing written")
+    return 0
+
+
+def _clean(o):
+    """JSON-safe: numpy scalars to Python, inf/nan to None."""
+    if isinstance(o, dict):
+        return {k: _clean(v) for k, v in o.items()}
+    if isinstance(o, (list, tuple)):
+        return [_clean(v) for v in o]
+    if isinstance(o, (np.floating, np.integer)):
+        o = o.item()
+    if isinstance(o, float) and (math.isinf(o) or math.isnan(o)):
+        return None
+    return o
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,309 @@
+// Shared-memory atomic microbenchmarks (service time S(n, e, c, op, dtype)) and the histogram
+// case-study kernels behind `smemkit atomics` (SPEC §3, issue 6).
+//
+// Compile-time choices (defaults let the file build with no defines at all):
+//   ATOM_OP     0 add (runtime operand)   1 inc (atomicAdd(p, 1): the ATOMS.POPC.INC path)
+//               2 max   3 and   4 or   5 exch   6 cas (one atomicCAS, success or not)
+//               7 cas_add (a software CAS retry loop that adds: the c dimension by hand)
+//               8 mix (add, with the first `cas_per8` of every 8 instructions a CAS)
+//   ATOM_DTYPE  0 int32  1 uint32  2 float32  3 int64  4 uint64  5 float64
+//   ATOM_RET    1: every result is consumed (returning atomics); 0: results are dropped, so
+//               ptxas may emit the non-returning form (destination RZ).
+//   ATOM_ONLY   1: leave the histogram kernels out (the sweep builds one module per variant).
+// The address pattern is a template parameter: each pattern is its own extern "C" kernel
+// (atom_same, atom_distinct_banks, atom_one_bank, atom_mix<K>, atom_conflict<K>), so the
+// addresses a lane touches are compile-time expressions, as in real code.
+//
+// Method: one warp instruction per loop iteration per warp; lane 0 of each warp reads clock64
+// before and after its loop; the host takes, per SM (%smid), warps x iterations / (last end -
+// first start) as the SM's throughput X(n) in warp instructions per cycle with n warps issuing,
+// and S(n) = 1 / X(n). `think` dependent integer ops before each atomic (with the address tied
+// to their result through `mask` = 0) give the think time Z of the closed queueing model;
+// do_atomic = 0 runs the same loop without the atomic to measure Z itself.
+#include <smemkit/ptx.cuh>
+
+#ifndef ATOM_OP
+#define ATOM_OP 0
+#endif
+#ifndef ATOM_DTYPE
+#define ATOM_DTYPE 0
+#endif
+#ifndef ATOM_RET
+#define ATOM_RET 0
+#endif
+#ifndef ATOM_ONLY
+#define ATOM_ONLY 0
+#endif
+
+#define ATOM_BLOCK_MAX 512  // at most 16 warps per CTA; 4 CTAs give 64 warps per SM
+#define ATOM_UNROLL 8
+
+#if ATOM_DTYPE == 0
+typedef int atom_t;
+typedef unsigned int atom_bits_t;
+#elif ATOM_DTYPE == 1
+typedef unsigned int atom_t;
+typedef unsigned int atom_bits_t;
+#elif ATOM_DTYPE == 2
+typedef float atom_t;
+typedef unsigned int atom_bits_t;
+#elif ATOM_DTYPE == 3
+typedef long long atom_t;
+typedef unsigned long long atom_bits_t;
+#elif ATOM_DTYPE == 4
+typedef unsigned long long atom_t;
+typedef unsigned long long atom_bits_t;
+#elif ATOM_DTYPE == 5
+typedef double atom_t;
+typedef unsigned long long atom_bits_t;
+#else
+#error "ATOM_DTYPE must be 0..5"
+#endif
+
+namespace atomk {
+
+using namespace smemkit;
+
+enum Pattern { SAME = 0, DISTINCT_BANKS = 1, ONE_BANK = 2, MIX = 3, CONFLICT = 4 };
+
+// Elements (of atom_t) between two addresses in the same bank: 128 bytes.
+constexpr u32 kBankRow = 128u / sizeof(atom_t);
+
+// Element index lane `lane` touches, relative to its warp's base.
+//   SAME            every lane the same element (one address per instruction)
+//   DISTINCT_BANKS  lane l -> element l (32 addresses; conflict-free for 32-bit types)
+//   ONE_BANK        lane l -> element l * kBankRow (32 addresses, all in one bank)
+//   MIX<K>          lane l -> element l % K (K addresses in K banks, 32/K lanes on each)
+//   CONFLICT<K>     lane l -> (l / K) + kBankRow * (l % K) (32 addresses, K per bank)
+template <int P, int K>
+__device__ __forceinline__ u32 lane_element(u32 lane) {
+  if (P == SAME) return 0u;
+  if (P == DISTINCT_BANKS) return lane;
+  if (P == ONE_BANK) return lane * kBankRow;
+  if (P == MIX) return lane % K;
+  return lane / K + kBankRow * (lane % K);
+}
+
+__device__ __forceinline__ atom_bits_t to_bits(atom_t v) {
+#if ATOM_DTYPE == 2
+  return __float_as_uint(v);
+#elif ATOM_DTYPE == 5
+  return static_cast<atom_bits_t>(__double_as_longlong(v));
+#else
+  return static_cast<atom_bits_t>(v);
+#endif
+}
+
+__device__ __forceinline__ atom_t from_bits(atom_bits_t b) {
+#if ATOM_DTYPE == 2
+  return __uint_as_float(b);
+#elif ATOM_DTYPE == 5
+  return __longlong_as_double(static_cast<long long>(b));
+#else
+  return static_cast<atom_t>(b);
+#endif
+}
+
+// atomicCAS exists for 32- and 64-bit unsigned words; every type goes through its bits.
+__device__ __forceinline__ atom_bits_t cas_bits(atom_t* p, atom_bits_t cmp, atom_bits_t val) {
+  return atomicCAS(reinterpret_cast<atom_bits_t*>(p), cmp, val);
+}
+
+// Plain add through the CUDA overloads (int64 adds through its two's-complement bits).
+__device__ __forceinline__ atom_t add_op(atom_t* p, atom_t v) {
+#if ATOM_DTYPE == 3
+  return static_cast<atom_t>(atomicAdd(reinterpret_cast<unsigned long long*>(p),
+                                       static_cast<unsigned long long>(v)));
+#else
+  return atomicAdd(p, v);
+#endif
+}
+
+// Software CAS loop: what the compiler does itself for operations the unit lacks.
+__device__ __forceinline__ atom_t cas_add(atom_t* p, atom_t v) {
+  atom_bits_t old = to_bits(*reinterpret_cast<volatile atom_t*>(p));
+  atom_bits_t assumed;
+  do {
+    assumed = old;
+    old = cas_bits(p, assumed, to_bits(from_bits(assumed) + v));
+  } while (old != assumed);
+  return from_bits(old);
+}
+
+// One atomic of the compiled operation. `it` (the iteration) varies max/and/or/exch/cas operands
+// so each instruction really writes; `slot` is the position in the unrolled group (for mix).
+__device__ __forceinline__ atom_t do_op(atom_t* p, atom_t v, u32 it, u32 slot, u32 cas_per8) {
+#if ATOM_OP == 0
+  return add_op(p, v);
+#elif ATOM_OP == 1
+#if ATOM_DTYPE == 3
+  return static_cast<atom_t>(atomicAdd(reinterpret_cast<unsigned long long*>(p), 1ull));
+#else
+  return atomicAdd(p, static_cast<atom_t>(1));
+#endif
+#elif ATOM_OP == 2
+  return atomicMax(p, static_cast<atom_t>(v + static_cast<atom_t>(it)));
+#elif ATOM_OP == 3
+  return atomicAnd(p, static_cast<atom_t>(~(static_cast<atom_t>(1) << (it & 31u))));
+#elif ATOM_OP == 4
+  return atomicOr(p, static_cast<atom_t>(static_cast<atom_t>(1) << (it & 31u)));
+#elif ATOM_OP == 5
+  return atomicExch(p, static_cast<atom_t>(v + static_cast<atom_t>(it)));
+#elif ATOM_OP == 6
+  return from_bits(cas_bits(p, to_bits(static_cast<atom_t>(it)), to_bits(static_cast<atom_t>(it + 1u))));
+#elif ATOM_OP == 7
+  return cas_add(p, v);
+#elif ATOM_OP == 8
+  if (slot < cas_per8)
+    return from_bits(cas_bits(p, to_bits(static_cast<atom_t>(it)), to_bits(static_cast<atom_t>(it + 1u))));
+  return add_op(p, v);
+#else
+#error "ATOM_OP must be 0..8"
+#endif
+}
+
+// timing[2 * global_warp + {0, 1}] = clock64 at loop start / end (lane 0);
+// smids[cta] = the SM the CTA ran on; sink[global_thread] keeps results and the region alive.
+template <int P, int K>
+__device__ __forceinline__ void atom_bench(u64* timing, u32* smids, double* sink, int iters,
+                                           int warp_stride, u32 val_bits, u32 mask, int think,
+                                           int do_atomic, int cas_per8) {
+  extern __shared__ __align__(16) unsigned char atom_smem_raw[];
+  atom_t* region = reinterpret_cast<atom_t*>(atom_smem_raw);
+  const u32 lane = threadIdx.x & 31u;
+  const u32 warp = threadIdx.x >> 5;
+  const u32 warps = blockDim.x >> 5;
+  const u32 elems = static_cast<u32>(warp_stride) * (warps - 1u) + 32u * kBankRow;
+  for (u32 i = threadIdx.x; i < elems; i += blockDim.x) region[i] = static_cast<atom_t>(0);
+  if (threadIdx.x == 0) smids[blockIdx.x] = smid();
+  __syncthreads();
+
+  atom_t* base = region + warp * static_cast<u32>(warp_stride) + lane_element<P, K>(lane);
+  const atom_t v = static_cast<atom_t>(val_bits);
+  u32 x = threadIdx.x;
+  atom_t acc = static_cast<atom_t>(0);
+  const u64 t0 = clock64();
+#pragma unroll 1
+  for (int it = 0; it < iters; it += ATOM_UNROLL) {
+#pragma unroll
+    for (u32 j = 0; j < ATOM_UNROLL; ++j) {
+#pragma unroll 1
+      for (int t = 0; t < think; ++t) x = x * 3u + 1u;
+      if (do_atomic) {
+        const atom_t r = do_op(base + (x & mask), v, static_cast<u32>(it) + j, j,
+                               static_cast<u32>(cas_per8));
+#if ATOM_RET
+        acc += r;
+#else
+        (void)r;
+#endif
+      }
+    }
+  }
+  const u64 t1 = clock64();
+  __syncthreads();
+  const u32 gwarp = blockIdx.x * warps + warp;
+  if (lane == 0) {
+    timing[2 * gwarp] = t0;
+    timing[2 * gwarp + 1] = t1;
+  }
+  const u32 gthread = blockIdx.x * blockDim.x + threadIdx.x;
+  sink[gthread] = static_cast<double>(acc) + static_cast<double>(x & mask) +
+                  (threadIdx.x < 32u ? static_cast<double>(region[threadIdx.x]) : 0.0);
+}
+
+}  // namespace atomk
+
+#define ATOM_KERNEL(NAME, P, K)                                                               \
+  extern "C" __global__ void __launch_bounds__(ATOM_BLOCK_MAX, 4)                            \
+      NAME(u64* timing, u32* smids, double* sink, int iters, int warp_stride, u32 val_bits, \
+           u32 mask, int think, int do_atomic, int cas_per8) {                               \
+    atomk::atom_bench<P, K>(timing, smids, sink, iters, warp_stride, val_bits, mask, think, \
+                            do_atomic, cas_per8);                                            \
+  }
+
+ATOM_KERNEL(atom_same, atomk::SAME, 1)
+ATOM_KERNEL(atom_distinct_banks, atomk::DISTINCT_BANKS, 1)
+ATOM_KERNEL(atom_one_bank, atomk::ONE_BANK, 1)
+ATOM_KERNEL(atom_mix2, atomk::MIX, 2)
+ATOM_KERNEL(atom_mix4, atomk::MIX, 4)
+ATOM_KERNEL(atom_mix8, atomk::MIX, 8)
+ATOM_KERNEL(atom_mix16, atomk::MIX, 16)
+ATOM_KERNEL(atom_conflict2, atomk::CONFLICT, 2)
+ATOM_KERNEL(atom_conflict4, atomk::CONFLICT, 4)
+ATOM_KERNEL(atom_conflict8, atomk::CONFLICT, 8)
+ATOM_KERNEL(atom_conflict16, atomk::CONFLICT, 16)
+
+#if !ATOM_ONLY
+// ---- histogram case study ----------------------------------------------------------------
+// 32-bit keys, bin = key & (nbins - 1) (nbins a power of two <= 4096), one shared histogram per
+// CTA (or per warp for PRIVATE), flushed to global with atomics at the end. The first two differ
+// in one token: INC adds the literal 1 (non-returning -> ATOMS.POPC.INC, which merges a warp's
+// same-address increments), ADD adds a runtime `one` (= 1) (-> ATOMS.ADD). PRIVATE and
+// AGGREGATE are the candidates for the model-guided fix (placeholders until the H200 verdicts):
+// PRIVATE gives each warp its own copy of the bins (no inter-warp contention on hot bins);
+// AGGREGATE combines a warp's equal keys with __match_any_sync and issues one ATOMS.ADD per
+// distinct bin (fewer atomic instructions on skewed input, more ALU work on uniform input).
+namespace histk {
+
+enum Mode { INC = 0, ADD = 1, PRIVATE = 2, AGGREGATE = 3 };
+
+template <int MODE>
+__device__ __forceinline__ void bump(u32* bins, u32 b, u32 one) {
+  if (MODE == INC || MODE == PRIVATE) {
+    atomicAdd(bins + b, 1u);
+  } else if (MODE == ADD) {
+    atomicAdd(bins + b, one);
+  } else {
+    const u32 peers = __match_any_sync(__activemask(), b);
+    if ((threadIdx.x & 31u) == static_cast<u32>(__ffs(peers) - 1)) atomicAdd(bins + b, static_cast<u32>(__popc(peers)));
+  }
+}
+
+// keys: n uint32 (read as uint4 when n % 4 == 0 and aligned, the tail one by one).
+template <int MODE>
+__device__ __forceinline__ void histogram(const u32* __restrict__ keys, long long n, u32* out,
+                                          int nbins, u32 one) {
+  extern __shared__ __align__(16) u32 hist_smem[];
+  const u32 warps = blockDim.x >> 5;
+  const u32 copies = MODE == PRIVATE ? warps : 1u;
+  const u32 total = copies * static_cast<u32>(nbins);
+  for (u32 i = threadIdx.x; i < total; i += blockDim.x) hist_smem[i] = 0u;
+  __syncthreads();
+  u32* bins = hist_smem + (MODE == PRIVATE ? (threadIdx.x >> 5) * static_cast<u32>(nbins) : 0u);
+  const u32 binmask = static_cast<u32>(nbins) - 1u;
+  const long long stride = static_cast<long long>(gridDim.x) * blockDim.x;
+  const long long n4 = n / 4;
+  const uint4* keys4 = reinterpret_cast<const uint4*>(keys);
+  for (long long i = static_cast<long long>(blockIdx.x) * blockDim.x + threadIdx.x; i < n4; i += stride) {
+    const uint4 k = keys4[i];
+    bump<MODE>(bins, k.x & binmask, one);
+    bump<MODE>(bins, k.y & binmask, one);
+    bump<MODE>(bins, k.z & binmask, one);
+    bump<MODE>(bins, k.w & binmask, one);
+  }
+  for (long long i = 4 * n4 + static_cast<long long>(blockIdx.x) * blockDim.x + threadIdx.x; i < n;
+       i += stride)
+    bump<MODE>(bins, keys[i] & binmask, one);
+  __syncthreads();
+  for (u32 b = threadIdx.x; b < static_cast<u32>(nbins); b += blockDim.x) {
+    u32 c = 0;
+    for (u32 w = 0; w < copies; ++w) c += hist_smem[w * static_cast<u32>(nbins) + b];
+    if (c) atomicAdd(out + b, c);
+  }
+}
+
+}  // namespace histk
+
+#define HIST_KERNEL(NAME, MODE)                                                                  \
+  extern "C" __global__ void __launch_bounds__(1024) NAME(const u32* __restrict__ keys,         \
+                                                          long long n, u32* out, int nbins,     \
+                                                          u32 one) {                            \
+    histk::histogram<MODE>(keys, n, out, nbins, one);                                            \
+  }
+
+HIST_KERNEL(hist_inc, histk::INC)
+HIST_KERNEL(hist_add, histk::ADD)
+HIST_KERNEL(hist_private, histk::PRIVATE)
+HIST_KERNEL(hist_aggregate, histk::AGGREGATE)
+#endif

@@ -1,0 +1,436 @@
+"""The microbenchmark and histogram kernels of ``kernels.cu``: variants, address patterns, launches.
+
+Everything above :class:`AtomSweep` and :class:`Histogram` is plain Python (what each variant
+compiles to, which 32-bit words each lane touches, how warps are laid out in shared memory, how
+per-warp clock readings become per-SM throughput), so it is unit-tested without a GPU. The two
+classes launch on the GPU through :mod:`smemkit.runtime.launch`.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from functools import cache
+
+import numpy as np
+
+from smemkit.errors import InvalidArgumentError
+from smemkit.runtime.compiler import DEFAULT_ARCH, CompiledModule, compile_module, package_source
+
+SOURCE = "atomics/kernels.cu"
+
+OPS = ("add", "inc", "max", "and", "or", "exch", "cas", "cas_add", "mix")
+OP_CODE = {op: i for i, op in enumerate(OPS)}
+DTYPES = ("int32", "uint32", "float32", "int64", "uint64", "float64")
+DTYPE_CODE = {dt: i for i, dt in enumerate(DTYPES)}
+DTYPE_BYTES = {"int32": 4, "uint32": 4, "float32": 4, "int64": 8, "uint64": 8, "float64": 8}
+
+# Which (op, dtype) pairs exist as CUDA atomics (CUDA C++ Programming Guide, "Atomic Functions";
+# checked by compiling every pair with NVRTC 13.0 for sm_90a): no float max/and/or, no exch on
+# int64/float64. CAS is a bitwise operation, measured on the integer widths only (a float CAS is
+# the same instruction on the same bits). cas_add is the software retry loop; mix interleaves
+# add and CAS (the c dimension) on int32.
+SUPPORTED: dict[str, tuple[str, ...]] = {
+    "add": ("int32", "uint32", "float32", "int64", "uint64", "float64"),
+    "inc": ("int32", "uint32", "int64", "uint64"),
+    "max": ("int32", "uint32", "int64", "uint64"),
+    "and": ("int32", "uint32", "int64", "uint64"),
+    "or": ("int32", "uint32", "int64", "uint64"),
+    "exch": ("int32", "uint32", "float32", "uint64"),
+    "cas": ("int32", "uint32", "int64", "uint64"),
+    "cas_add": ("int32", "float32", "float64"),
+    "mix": ("int32",),
+}
+
+
+@dataclass(frozen=True)
+class Pattern:
+    """How the 32 lanes of one warp instruction pick addresses (``kernels.cu``, ``lane_element``)."""
+
+    name: str
+    kind: str  # same | distinct_banks | one_bank | mix | conflict
+    k: int = 1
+
+    @property
+    def kernel(self) -> str:
+        return f"atom_{self.name}"
+
+    def lane_elements(self, elem_bytes: int) -> list[int]:
+        """Element index (in units of the atomic's type) each lane touches."""
+        row = 128 // elem_bytes  # elements between two addresses in the same bank
+        lanes = range(32)
+        if self.kind == "same":
+            return [0] * 32
+        if self.kind == "distinct_banks":
+            return list(lanes)
+        if self.kind == "one_bank":
+            return [lane * row for lane in lanes]
+        if self.kind == "mix":
+            return [lane % self.k for lane in lanes]
+        return [lane // self.k + row * (lane % self.k) for lane in lanes]
+
+    def distinct_addresses(self) -> int:
+        return len(set(self.lane_elements(4)))
+
+    def footprint(self, elem_bytes: int) -> int:
+        """Elements one warp's addresses span (max index + 1)."""
+        return max(self.lane_elements(elem_bytes)) + 1
+
+
+PATTERNS: dict[str, Pattern] = {
+    p.name: p
+    for p in (
+        Pattern("same", "same"),
+        Pattern("distinct_banks", "distinct_banks"),
+        Pattern("one_bank", "one_bank"),
+        *(Pattern(f"mix{k}", "mix", k) for k in (2, 4, 8, 16)),
+        *(Pattern(f"conflict{k}", "conflict", k) for k in (2, 4, 8, 16)),
+    )
+}
+# The patterns the service table is built from; the mixes and the intermediate conflicts are
+# held out for validation (benchmarks/atomics.py).
+TABLE_PATTERNS = ("same", "distinct_banks", "one_bank", "mix4", "conflict4")
+HELD_OUT_PATTERNS = ("mix2", "mix8", "mix16", "conflict2", "conflict8", "conflict16")
+
+
+def nominal_wavefronts(pattern: Pattern, dtype: str) -> int:
+    """Data-pipe passes one warp instruction needs by the bank rule (SPEC §4).
+
+    Bank = (byte address / 4) mod 32; lanes on the same 32-bit word share a pass; a pass serves
+    one word per bank, so the count is the largest number of distinct words in one bank. A 64-bit
+    element covers two adjacent words. Whether the atomic unit really needs this many passes
+    (and what a same-address atomic costs, which the bank rule calls one pass) is what the H200
+    sweep measures; this is the a-priori figure the table records beside the measured one.
+    """
+    size = DTYPE_BYTES[dtype]
+    words: set[int] = set()
+    for elem in pattern.lane_elements(size):
+        first = elem * size // 4
+        words.update(range(first, first + size // 4))
+    per_bank: dict[int, int] = {}
+    for w in words:
+        per_bank[w % 32] = per_bank.get(w % 32, 0) + 1
+    return max(per_bank.values())
+
+
+@dataclass(frozen=True)
+class Variant:
+    """One compiled microbenchmark module: operation, element type, returning or not."""
+
+    op: str
+    dtype: str
+    returning: bool
+
+    def __post_init__(self) -> None:
+        if self.op not in SUPPORTED:
+            raise InvalidArgumentError(f"unknown atomic op {self.op!r}; allowed: {', '.join(OPS)}")
+        if self.dtype not in SUPPORTED[self.op]:
+            raise InvalidArgumentError(
+                f"atomic {self.op} does not exist for {self.dtype}; it does for "
+                f"{', '.join(SUPPORTED[self.op])}"
+            )
+
+    @property
+    def name(self) -> str:
+        return f"{self.op}.{self.dtype}.{'ret' if self.returning else 'noret'}"
+
+    @property
+    def elem_bytes(self) -> int:
+        return DTYPE_BYTES[self.dtype]
+
+    def defines(self) -> dict[str, int]:
+        return {"ATOM_OP": OP_CODE[self.op], "ATOM_DTYPE": DTYPE_CODE[self.dtype],
+                "ATOM_RET": int(self.returning), "ATOM_ONLY": 1}
+
+    def compile(self, arch: str = DEFAULT_ARCH) -> CompiledModule:
+        return compile_module(source(), f"atomics/{self.name}", arch=arch, defines=self.defines())
+
+    @classmethod
+    def parse(cls, text: str) -> Variant:
+        """``add.int32.noret`` -> Variant('add', 'int32', False)."""
+        parts = text.split(".")
+        if len(parts) != 3 or parts[2] not in ("ret", "noret"):
+            raise InvalidArgumentError(f"{text!r}: expected OP.DTYPE.ret|noret, e.g. add.int32.noret")
+        return cls(parts[0], parts[1], parts[2] == "ret")
+
+
+def all_variants() -> list[Variant]:
+    return [Variant(op, dt, ret) for op in OPS for dt in SUPPORTED[op] for ret in (False, True)]
+
+
+@cache
+def source() -> str:
+    return package_source(SOURCE)
+
+
+def compile_histograms(arch: str = DEFAULT_ARCH) -> CompiledModule:
+    """The module with the histogram kernels (no defines: the file's defaults)."""
+    return compile_module(source(), "atomics/histograms", arch=arch)
+
+
+# ---- layout of warps on an SM ---------------------------------------------------------------
+
+SMEM_PER_SM = 233_472  # 228 KiB on sm_90 (SPEC §4)
+SMEM_RESERVED_PER_CTA = 1024
+SMEM_PER_CTA_MAX = 232_448  # 227 KiB opt-in
+WARPS_PER_CTA_MAX = 16  # kernels.cu ATOM_BLOCK_MAX = 512 threads
+
+
+def cta_plan(n_warps: int) -> tuple[int, int]:
+    """(CTAs per SM, warps per CTA) that put exactly ``n_warps`` warps on each SM (1..64)."""
+    if not 1 <= n_warps <= 64:
+        raise InvalidArgumentError(f"warps per SM must be 1..64 (sm_90 holds 64), got {n_warps}")
+    ctas = math.ceil(n_warps / WARPS_PER_CTA_MAX)
+    while n_warps % ctas:
+        ctas += 1
+    return ctas, n_warps // ctas
+
+
+def forcing_smem(ctas_per_sm: int, needed: int) -> int:
+    """Dynamic shared memory per CTA so that at most ``ctas_per_sm`` CTAs fit on one SM.
+
+    At least ``needed`` bytes; rounded down to 128-byte units; raises when ``needed`` itself
+    does not let that many CTAs fit.
+    """
+    cap = (SMEM_PER_SM // ctas_per_sm - SMEM_RESERVED_PER_CTA) // 128 * 128
+    cap = min(cap, SMEM_PER_CTA_MAX)
+    if needed > cap:
+        raise InvalidArgumentError(
+            f"{ctas_per_sm} CTAs of {needed} B shared memory do not fit one SM ({SMEM_PER_SM} B)"
+        )
+    # the smallest size that still keeps a further CTA out
+    floor = SMEM_PER_SM // (ctas_per_sm + 1) - SMEM_RESERVED_PER_CTA + 128
+    size = max(needed, floor)
+    size = -(-size // 128) * 128
+    return min(size, cap)
+
+
+@dataclass(frozen=True)
+class Layout:
+    """Where each warp's addresses start (element stride between warps) and the CTA's smem."""
+
+    warp_stride: int
+    smem_bytes: int
+    kind: str  # private | bank_shifted | shared
+
+
+def layout(pattern: Pattern, dtype: str, ctas_per_sm: int, warps_per_cta: int, scope: str) -> Layout:
+    """Warp placement for ``scope`` = 'private' (each warp its own addresses) or 'shared'.
+
+    Private regions start on a bank boundary (so every warp sees the same bank picture) when they
+    fit; otherwise (one_bank with 4 CTAs per SM) each warp is shifted by one element, which keeps
+    each warp's own pattern but moves it to another bank ('bank_shifted').
+    """
+    size = DTYPE_BYTES[dtype]
+    row = 128 // size
+    tail = 32 * row  # kernels.cu zeroes stride * (warps - 1) + 32 * row elements
+    if scope == "shared":
+        stride, kind = 0, "shared"
+    elif scope == "private":
+        stride = -(-pattern.footprint(size) // row) * row
+        kind = "private"
+        need = (stride * (warps_per_cta - 1) + tail) * size
+        if ctas_per_sm * (need + SMEM_RESERVED_PER_CTA) > SMEM_PER_SM:
+            stride, kind = 1, "bank_shifted"
+    else:
+        raise InvalidArgumentError(f"scope must be 'private' or 'shared', got {scope!r}")
+    need = (stride * (warps_per_cta - 1) + tail) * size
+    return Layout(stride, forcing_smem(ctas_per_sm, need), kind)
+
+
+# ---- turning clock readings into per-SM throughput --------------------------------------------
+
+
+@dataclass(frozen=True)
+class SmThroughput:
+    """One SM's share of a microbenchmark launch."""
+
+    sm: int
+    warps: int
+    cycles: int
+    instructions: int
+    concurrent: int = 0  # most warps of this SM running at one time (0: not computed)
+
+    @property
+    def per_cycle(self) -> float:
+        return self.instructions / self.cycles if self.cycles > 0 else float("nan")
+
+
+def per_sm_throughput(timing: np.ndarray, smids: np.ndarray, warps_per_cta: int,
+                      iters: int) -> list[SmThroughput]:
+    """Per-SM warp instructions per cycle from the kernel's outputs.
+
+    ``timing`` holds (start, end) clock64 per warp in global warp order, ``smids`` the SM of each
+    CTA. clock64 is a per-SM counter, so start and end are compared only within one SM:
+    cycles = last end - first start over the SM's warps.
+    """
+    timing = np.asarray(timing, dtype=np.int64).reshape(-1, 2)
+    smids = np.asarray(smids, dtype=np.int64)
+    if timing.shape[0] != smids.shape[0] * warps_per_cta:
+        raise InvalidArgumentError(
+            f"{timing.shape[0]} warp timings for {smids.shape[0]} CTAs of {warps_per_cta} warps"
+        )
+    cta_of_warp = np.repeat(np.arange(smids.shape[0]), warps_per_cta)
+    sm_of_warp = smids[cta_of_warp]
+    out = []
+    for sm in np.unique(smids):
+        mine = timing[sm_of_warp == sm]
+        cycles = int(mine[:, 1].max() - mine[:, 0].min())
+        out.append(SmThroughput(int(sm), int(mine.shape[0]), cycles, int(mine.shape[0]) * iters,
+                                max_overlap(mine)))
+    return out
+
+
+def max_overlap(intervals: np.ndarray) -> int:
+    """Most [start, end) intervals open at one time (warps of one SM running together)."""
+    events = sorted([(int(a), 1) for a in intervals[:, 0]] + [(int(b), -1) for b in intervals[:, 1]])
+    best = cur = 0
+    for _, step in events:  # at equal times an end (-1) sorts before a start (+1)
+        cur += step
+        best = max(best, cur)
+    return best
+
+
+def summarize_sms(rows: list[SmThroughput], n_warps: int) -> dict:
+    """Median throughput over the SMs that ran exactly ``n_warps`` warps, all at once, and how many
+    did (an SM that got a different count, or ran its CTAs one after another, is left out)."""
+    good = [r.per_cycle for r in rows
+            if r.warps == n_warps and r.cycles > 0 and r.concurrent in (0, n_warps)]
+    if not good:
+        raise InvalidArgumentError(f"no SM ran exactly {n_warps} warps at once (got warps "
+                                   f"{sorted({r.warps for r in rows})}, concurrent "
+                                   f"{sorted({r.concurrent for r in rows})})")
+    return {
+        "per_cycle_median": float(np.median(good)),
+        "per_cycle_min": float(np.min(good)),
+        "per_cycle_max": float(np.max(good)),
+        "sms": len(good),
+        "sms_other": len(rows) - len(good),
+    }
+
+
+# ---- launches (GPU) -------------------------------------------------------------------------
+
+ATOM_PARAMS = ("ptr", "ptr", "ptr", "i32", "i32", "u32", "u32", "i32", "i32", "i32")
+HIST_PARAMS = ("ptr", "i64", "ptr", "i32", "u32")
+HIST_KERNELS = ("hist_inc", "hist_add", "hist_private", "hist_aggregate")
+
+
+class AtomSweep:
+    """Launches one variant's pattern kernels on every SM of the current GPU and reads S(n)."""
+
+    def __init__(self, variant: Variant, sm_count: int) -> None:
+        from smemkit.runtime.launch import KernelModule
+
+        self.variant = variant
+        self.sm_count = sm_count
+        self.module = KernelModule(source(), f"atomics/{variant.name}", variant.defines())
+        self._kernels: dict[str, object] = {}
+        self._carveout_set: set[str] = set()
+
+    def kernel(self, pattern: Pattern):
+        if pattern.name not in self._kernels:
+            self._kernels[pattern.name] = self.module.function(pattern.kernel, ATOM_PARAMS)
+        return self._kernels[pattern.name]
+
+    def _prefer_max_smem(self, pattern: Pattern) -> None:
+        """Ask for the largest shared-memory carveout, so the planned CTAs fit one SM together."""
+        from cuda.bindings import driver
+
+        from smemkit.runtime.device import require_gpu
+
+        dev = require_gpu()
+        handle = self.module._load(pattern.kernel, dev)
+        attr = driver.CUfunction_attribute.CU_FUNC_ATTRIBUTE_PREFERRED_SHARED_MEMORY_CARVEOUT
+        (err,) = driver.cuKernelSetAttribute(attr, 100, handle.handle, driver.CUdevice(dev))
+        if int(err) != 0:
+            raise InvalidArgumentError(f"could not set the shared-memory carveout of {pattern.kernel}: {err}")
+
+    def run(self, pattern: Pattern, n_warps: int, *, iters: int = 2048, scope: str = "private",
+            think: int = 0, do_atomic: bool = True, cas_per8: int = 0, val: int = 1,
+            target_cycles: float | None = 4e6) -> dict:
+        """Per-SM throughput with ``n_warps`` warps per SM issuing this atomic.
+
+        With ``target_cycles``, a 64-iteration probe first estimates the rate and the measured
+        launch runs min(iters, enough iterations for about target_cycles per SM), so contended
+        CAS loops do not run for seconds; ``iters`` is then the most it runs.
+        """
+        if iters % 8:
+            raise InvalidArgumentError(f"iters must be a multiple of 8 (the unroll), got {iters}")
+        if target_cycles:
+            probe = self._launch(pattern, n_warps, 64, scope, think, do_atomic, cas_per8, val)
+            rate = probe["per_cycle_median"]  # warp instructions per SM cycle
+            want = int(target_cycles * rate / n_warps) // 8 * 8
+            iters = max(64, min(iters, want))
+        return self._launch(pattern, n_warps, iters, scope, think, do_atomic, cas_per8, val)
+
+    def _launch(self, pattern: Pattern, n_warps: int, iters: int, scope: str, think: int,
+                do_atomic: bool, cas_per8: int, val: int) -> dict:
+        import torch
+
+        ctas, wpc = cta_plan(n_warps)
+        lay = layout(pattern, self.variant.dtype, ctas, wpc, scope)
+        grid = self.sm_count * ctas
+        timing = torch.zeros(grid * wpc * 2, dtype=torch.int64, device="cuda")
+        smids = torch.full((grid,), -1, dtype=torch.int32, device="cuda")
+        sink = torch.empty(grid * wpc * 32, dtype=torch.float64, device="cuda")
+        kern = self.kernel(pattern)
+        if pattern.name not in self._carveout_set:
+            self._prefer_max_smem(pattern)
+            self._carveout_set.add(pattern.name)
+        kern.launch(grid, wpc * 32, timing, smids, sink, iters, lay.warp_stride, val, 0, think,
+                    int(do_atomic), cas_per8, smem=lay.smem_bytes)
+        torch.cuda.synchronize()
+        rows = per_sm_throughput(timing.cpu().numpy(), smids.cpu().numpy(), wpc, iters)
+        summary = summarize_sms(rows, n_warps)
+        return {"ctas_per_sm": ctas, "warps_per_cta": wpc, "layout": lay.kind,
+                "warp_stride": lay.warp_stride, "smem_bytes": lay.smem_bytes, "iters": iters, **summary}
+
+    def launcher(self, pattern: Pattern, n_warps: int, *, iters: int = 2048, scope: str = "private"):
+        """A no-argument callable launching the same configuration (for CUDA-event timing)."""
+        import torch
+
+        ctas, wpc = cta_plan(n_warps)
+        lay = layout(pattern, self.variant.dtype, ctas, wpc, scope)
+        grid = self.sm_count * ctas
+        timing = torch.zeros(grid * wpc * 2, dtype=torch.int64, device="cuda")
+        smids = torch.zeros(grid, dtype=torch.int32, device="cuda")
+        sink = torch.empty(grid * wpc * 32, dtype=torch.float64, device="cuda")
+        kern = self.kernel(pattern)
+        if pattern.name not in self._carveout_set:
+            self._prefer_max_smem(pattern)
+            self._carveout_set.add(pattern.name)
+
+        def launch() -> None:
+            kern.launch(grid, wpc * 32, timing, smids, sink, iters, lay.warp_stride, 1, 0, 0, 1, 0,
+                        smem=lay.smem_bytes)
+
+        return launch
+
+
+class Histogram:
+    """The four histogram kernels on the current GPU."""
+
+    def __init__(self) -> None:
+        from smemkit.runtime.launch import KernelModule
+
+        self.module = KernelModule(source(), "atomics/histograms")
+        self.kernels = {name: self.module.function(name, HIST_PARAMS) for name in HIST_KERNELS}
+
+    @staticmethod
+    def smem_bytes(name: str, nbins: int, block: int) -> int:
+        copies = block // 32 if name == "hist_private" else 1
+        return copies * nbins * 4
+
+    def launcher(self, name: str, keys, out, nbins: int, *, block: int = 512, ctas_per_sm: int = 2,
+                 sm_count: int = 132):
+        if nbins & (nbins - 1) or not 1 <= nbins <= 4096:
+            raise InvalidArgumentError(f"nbins must be a power of two in 1..4096, got {nbins}")
+        kern = self.kernels[name]
+        grid = sm_count * ctas_per_sm
+        smem = self.smem_bytes(name, nbins, block)
+
+        def launch() -> None:
+            kern.launch(grid, block, keys, keys.numel(), out, nbins, 1, smem=smem)
+
+        return launch

@@ -1,0 +1,248 @@
+"""Nsight Compute: the metrics the atomics model needs, the command lines, and CSV parsing.
+
+Format assumptions (from the Nsight Compute CLI documentation and public parsers of its output;
+NOT yet checked against a real H200 report — the first thing to verify on the GPU):
+
+* ``ncu --import R.ncu-rep --csv --page raw --print-units base --print-metric-instances values``
+  prints a header row ``"ID","Process ID","Process Name","Host Name","Kernel Name","Context",
+  "Stream","Block Size","Grid Size","Device","CC",<metric>...``, then a units row (identity cells
+  empty), then one row per profiled launch. Some versions add columns (e.g. a section name);
+  columns are found by name, and every column whose name contains ``__`` is a metric.
+* ``--page details --csv`` prints the long form (one row per metric, columns "Metric Name",
+  "Metric Unit", "Metric Value"); both are accepted.
+* Numbers may carry thousands separators (``"1,234,567"``); ``n/a`` and empty mean missing.
+* With ``--print-metric-instances values`` a metric that has instance values prints
+  ``AGGREGATE (v1;v2;...)`` (the documented mode "Show GPU aggregate followed by all instance
+  values"); the parser also accepts the bare ``(v1;v2;...)`` form. Whether ``sm__cycles_active``
+  and the ``l1tex__`` counters carry one instance per SM is unverified: when they do not, the
+  analysis falls back to the ``.min``/``.max``/``.sum`` rollups over the SM (L1TEX) units, which
+  bound the per-SM utilization instead of giving it exactly, and says so.
+* ``smsp__inst_executed_op_shared_atom.sum`` and its ``_dot_alu`` / ``_dot_cas`` variants are
+  disjoint classes whose sum is all shared-atomic warp instructions (NVIDIA's nvprof-to-ncu
+  mapping of ``inst_executed_shared_atomics``); if the first turns out to be the total, the
+  analysis detects it (atom == alu + cas) and stops adding.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import re
+import subprocess
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from smemkit.atomics.sass import ToolNotFoundError, find_tool
+from smemkit.errors import InvalidArgumentError
+
+INST_ATOM = "smsp__inst_executed_op_shared_atom.sum"
+INST_ALU = "smsp__inst_executed_op_shared_atom_dot_alu.sum"
+INST_CAS = "smsp__inst_executed_op_shared_atom_dot_cas.sum"
+WAVEFRONTS = "l1tex__data_pipe_lsu_wavefronts_mem_shared_op_atom"
+CONFLICTS = "l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_atom.sum"
+CYCLES = "sm__cycles_active"
+WARPS_ACTIVE = "sm__warps_active.avg.per_cycle_active"
+DURATION = "gpu__time_duration.sum"
+SM_COUNT = "device__attribute_multiprocessor_count"
+
+# Other units' utilization, percent of peak (names as in NVIDIA's nvprof-to-ncu mapping:
+# issue_slot_utilization, ldst_fu_utilization, shared_utilization, l2_utilization, dram_utilization).
+OTHER_UNITS = {
+    "issue": "smsp__issue_active.avg.pct_of_peak_sustained_active",
+    "lsu": "smsp__inst_executed_pipe_lsu.avg.pct_of_peak_sustained_active",
+    "shared": "l1tex__data_pipe_lsu_wavefronts_mem_shared.avg.pct_of_peak_sustained_elapsed",
+    "l2": "lts__t_sectors.avg.pct_of_peak_sustained_elapsed",
+    "dram": "dram__throughput.avg.pct_of_peak_sustained_elapsed",
+}
+
+# Exactly what `smemkit atomics profile` collects (rollups over SM units: .min/.max/.avg/.sum).
+PROFILE_METRICS: tuple[str, ...] = (
+    INST_ATOM, INST_ALU, INST_CAS,
+    f"{WAVEFRONTS}.sum", f"{WAVEFRONTS}.min", f"{WAVEFRONTS}.max",
+    CONFLICTS,
+    f"{CYCLES}.sum", f"{CYCLES}.avg", f"{CYCLES}.min", f"{CYCLES}.max",
+    WARPS_ACTIVE, DURATION,
+    *OTHER_UNITS.values(),
+)
+
+_IDENTITY = ("ID", "Process ID", "Process Name", "Host Name", "Kernel Name", "Context", "Stream",
+             "Block Size", "Grid Size", "Device", "CC")
+_TIME_TO_NS = {"nsecond": 1.0, "ns": 1.0, "usecond": 1e3, "us": 1e3, "msecond": 1e6, "ms": 1e6,
+               "second": 1e9, "s": 1e9}
+_SCALE = {"K": 1e3, "M": 1e6, "G": 1e9, "T": 1e12}
+_NUMBER = re.compile(r"^[-+]?(\d[\d,]*)?(\.\d+)?([eE][-+]?\d+)?$")
+
+
+@dataclass(frozen=True)
+class MetricValue:
+    value: float | None
+    unit: str = ""
+    instances: tuple[float, ...] | None = None
+
+
+@dataclass
+class LaunchRecord:
+    """One profiled kernel launch."""
+
+    id: str
+    kernel: str
+    block: str = ""
+    grid: str = ""
+    device: str = ""
+    cc: str = ""
+    metrics: dict[str, MetricValue] = field(default_factory=dict)
+
+    def value(self, name: str) -> float | None:
+        m = self.metrics.get(name)
+        return None if m is None else m.value
+
+    def instances(self, name: str) -> tuple[float, ...] | None:
+        m = self.metrics.get(name)
+        return None if m is None else m.instances
+
+
+def parse_number(text: str) -> float | None:
+    """``"1,234.5"`` -> 1234.5; ``n/a``/empty -> None; raises on anything else."""
+    t = text.strip()
+    if t in ("", "n/a", "N/A", "-", "nan"):
+        return None
+    if not _NUMBER.match(t):
+        raise InvalidArgumentError(f"not a number in the Nsight Compute CSV: {text!r}")
+    return float(t.replace(",", ""))
+
+
+def parse_cell(text: str) -> tuple[float | None, tuple[float, ...] | None]:
+    """A metric cell: ``"123"``, ``"123 (1;2;3)"`` or ``"(1;2;3)"`` -> (aggregate, instances)."""
+    t = text.strip()
+    m = re.fullmatch(r"(?P<agg>[^()]*?)\s*\((?P<inst>[^()]*)\)", t)
+    if not m:
+        return parse_number(t), None
+    inst = tuple(v for v in (parse_number(x) for x in m.group("inst").split(";") if x.strip())
+                 if v is not None)
+    agg = parse_number(m.group("agg")) if m.group("agg").strip() else None
+    return agg, inst
+
+
+def unit_factor(unit: str) -> tuple[float, str]:
+    """(factor, base unit): times to nanoseconds, K/M/G/T-prefixed bytes and counts to base units."""
+    u = unit.strip()
+    if u in _TIME_TO_NS:
+        return _TIME_TO_NS[u], "nsecond"
+    if len(u) > 1 and u[0] in _SCALE and u[1:] in ("byte", "inst", "cycle", "sector"):
+        return _SCALE[u[0]], u[1:]
+    return 1.0, u
+
+
+def _metric(text: str, unit: str) -> MetricValue:
+    agg, inst = parse_cell(text)
+    factor, base = unit_factor(unit)
+    return MetricValue(None if agg is None else agg * factor, base,
+                       None if inst is None else tuple(v * factor for v in inst))
+
+
+def _csv_rows(text: str) -> list[list[str]]:
+    """CSV rows from the first header line on (skips ==PROF== lines and program output)."""
+    lines = text.splitlines()
+    start = next((i for i, line in enumerate(lines) if line.startswith('"ID"')), None)
+    if start is None:
+        raise InvalidArgumentError(
+            "no Nsight Compute CSV header (a line starting with \"ID\") found: export with "
+            "`ncu --import REPORT --csv --page raw --print-units base --print-metric-instances values`"
+        )
+    body = [line for line in lines[start:] if not line.startswith("==")]
+    return list(csv.reader(io.StringIO("\n".join(body))))
+
+
+def parse_csv(text: str) -> list[LaunchRecord]:
+    """Launch records from ncu CSV output (raw-page wide form or details-page long form)."""
+    rows = _csv_rows(text)
+    header = rows[0]
+    col = {name: i for i, name in enumerate(header)}
+    missing = [c for c in ("ID", "Kernel Name") if c not in col]
+    if missing:
+        raise InvalidArgumentError(f"the CSV header lacks columns {missing}: {header[:12]}")
+    records: dict[str, LaunchRecord] = {}
+
+    def record_for(row: list[str]) -> LaunchRecord:
+        rid = row[col["ID"]]
+        if rid not in records:
+            def get(name: str) -> str:
+                return row[col[name]] if name in col and col[name] < len(row) else ""
+            records[rid] = LaunchRecord(rid, get("Kernel Name"), get("Block Size"), get("Grid Size"),
+                                        get("Device"), get("CC"))
+        return records[rid]
+
+    if "Metric Name" in col and "Metric Value" in col:
+        for row in rows[1:]:
+            if len(row) < len(header) or not row[col["ID"]].strip():
+                continue
+            name = row[col["Metric Name"]].strip()
+            if not name:
+                continue
+            unit = row[col["Metric Unit"]] if "Metric Unit" in col else ""
+            try:
+                record_for(row).metrics[name] = _metric(row[col["Metric Value"]], unit)
+            except InvalidArgumentError:
+                continue  # text-valued metrics (names, enums) are not ours
+        return list(records.values())
+
+    metric_cols = [(i, name) for i, name in enumerate(header) if "__" in name and name not in _IDENTITY]
+    units = [""] * len(header)
+    for row in rows[1:]:
+        if not row or not any(c.strip() for c in row):
+            continue
+        if not row[col["ID"]].strip():  # the units row
+            units = row + [""] * (len(header) - len(row))
+            continue
+        rec = record_for(row)
+        for i, name in metric_cols:
+            if i >= len(row):
+                continue
+            try:
+                rec.metrics[name] = _metric(row[i], units[i])
+            except InvalidArgumentError:
+                continue  # text-valued metrics (names, enums) are not ours
+    return list(records.values())
+
+
+def read_report(path: str | Path, *, ncu: str | None = None) -> list[LaunchRecord]:
+    """Records from a CSV file, or from a ``.ncu-rep`` through ``ncu --import`` (needs ncu)."""
+    p = Path(path)
+    if not p.is_file():
+        raise InvalidArgumentError(f"report {p} does not exist")
+    if p.suffix == ".ncu-rep":
+        exe = ncu or find_tool("ncu")
+        if exe is None:
+            raise ToolNotFoundError(
+                f"{p} is a binary Nsight Compute report and ncu is not installed here; export it "
+                f"where ncu is: {' '.join(import_command(p))} > report.csv"
+            )
+        proc = subprocess.run(import_command(p, ncu=exe), capture_output=True, text=True, timeout=600)
+        if proc.returncode != 0:
+            raise ToolNotFoundError(f"ncu --import failed: {proc.stderr.strip()[:500]}")
+        return parse_csv(proc.stdout)
+    return parse_csv(p.read_text(errors="replace"))
+
+
+def profile_command(app: Sequence[str], report: str | Path, *, ncu: str = "ncu",
+                    kernel_regex: str | None = None, launch_skip: int = 0,
+                    launch_count: int | None = None) -> list[str]:
+    """``ncu`` collecting exactly PROFILE_METRICS, clocks left alone, into ``report``."""
+    if not app:
+        raise InvalidArgumentError("no command to profile: give it after `--`, e.g. "
+                                   "smemkit atomics profile -- python train.py")
+    cmd = [ncu, "--metrics", ",".join(PROFILE_METRICS), "--clock-control", "none",
+           "--target-processes", "all", "--export", str(report), "--force-overwrite"]
+    if kernel_regex:
+        cmd += ["--kernel-name", f"regex:{kernel_regex}"]
+    if launch_skip:
+        cmd += ["--launch-skip", str(launch_skip)]
+    if launch_count is not None:
+        cmd += ["--launch-count", str(launch_count)]
+    return cmd + list(app)
+
+
+def import_command(report: str | Path, *, ncu: str = "ncu") -> list[str]:
+    return [ncu, "--import", str(report), "--csv", "--page", "raw", "--print-units", "base",
+            "--print-metric-instances", "values"]
