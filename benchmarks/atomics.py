@@ -39,7 +39,6 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from smemkit.atomics import ncu
 from smemkit.atomics.analysis import analyze, analyze_record
 from smemkit.atomics.kernels import (
     HELD_OUT_PATTERNS,
@@ -56,6 +55,7 @@ from smemkit.atomics.kernels import (
 from smemkit.atomics.model import closed_queue, error_summary, relative_error
 from smemkit.atomics.sass import ToolNotFoundError, classify_cubin, find_tool
 from smemkit.atomics.table import N_GRID, ServiceCurve, ServiceTable, placeholder_table
+from smemkit.hw import ncu
 from smemkit.hw.environment import device_block
 
 ROOT = Path(__file__).resolve().parent.parent

@@ -36,8 +36,6 @@ fields null.
 from __future__ import annotations
 
 import argparse
-import csv
-import glob
 import json
 import os
 import random
@@ -55,7 +53,10 @@ try:
 except ImportError:  # running from a checkout without an install
     sys.path.insert(0, str(HERE.parent / "src"))
 
+from smemkit.errors import InvalidArgumentError  # noqa: E402
+from smemkit.hw import ncu  # noqa: E402
 from smemkit.runtime.compiler import compile_module  # noqa: E402
+from smemkit.runtime.paths import find_tool  # noqa: E402
 from smemkit.tiling.microkernel import (  # noqa: E402
     BASELINE_BLOCK,
     BASELINE_KERNEL,
@@ -154,26 +155,7 @@ def host_address_check(kernels: list[MicroKernel]) -> dict:
 def find_ncu(explicit: str | None) -> str | None:
     if explicit:
         return explicit if Path(explicit).exists() or shutil.which(explicit) else None
-    found = shutil.which("ncu")
-    if found:
-        return found
-    for pattern in ("/opt/nvidia/nsight-compute/*/ncu", "/usr/local/cuda/bin/ncu",
-                    "/usr/local/cuda*/nsight-compute*/ncu", "/usr/local/NVIDIA-Nsight-Compute*/ncu"):
-        hits = sorted(glob.glob(pattern))
-        if hits:
-            return hits[-1]
-    return None
-
-
-def _number(text: str) -> float | int | None:
-    t = str(text).strip().replace(",", "")
-    if not t or t.lower() in ("n/a", "nan", "-"):
-        return None
-    try:
-        value = float(t)
-    except ValueError:
-        return None
-    return int(value) if value.is_integer() else value
+    return find_tool("ncu")
 
 
 def _kernel_name(text: str) -> str:
@@ -181,33 +163,17 @@ def _kernel_name(text: str) -> str:
 
 
 def parse_ncu_csv(text: str) -> dict[str, dict[str, float | int | None]]:
-    """{kernel name: {metric: value}} from ``ncu --csv`` output, either the raw page (one row per
-    kernel, metrics as columns, a units row after the header) or the details page (one row per
-    metric: "Metric Name", "Metric Value"). Lines ncu prefixes with ``==`` are skipped; values may
-    carry thousands separators. A kernel profiled several times keeps its first (lowest ID) result."""
-    lines = [ln for ln in text.splitlines() if ln.strip() and not ln.lstrip().startswith("==")]
-    start = next((i for i, ln in enumerate(lines) if re.match(r'^\s*"?ID"?\s*,', ln)), None)
-    if start is None:
+    """{kernel name: {metric: value}} from ``ncu --csv`` output (raw or details page; the parser
+    is smemkit.hw.ncu's). A kernel profiled several times keeps its first (lowest ID) result."""
+    try:
+        records = ncu.parse_csv(text)
+    except InvalidArgumentError:
         return {}
-    rows = list(csv.reader(lines[start:]))
-    header = [h.strip() for h in rows[0]]
-    col = {h: i for i, h in enumerate(header)}
-    name_col = next((c for c in ("Kernel Name", "Function Name", "Name") if c in col), None)
-    if name_col is None:
-        return {}
-    by_launch: dict[tuple[int, str], dict] = {}
-    long_format = "Metric Name" in col and "Metric Value" in col
-    for r in rows[1:]:
-        if len(r) < len(header) or not r[col["ID"]].strip().isdigit():
-            continue  # the units row, or a truncated line
-        key = (int(r[col["ID"]]), _kernel_name(r[col[name_col]]))
-        if long_format:
-            by_launch.setdefault(key, {})[r[col["Metric Name"]].strip()] = _number(r[col["Metric Value"]])
-        else:
-            by_launch[key] = {h: _number(r[i]) for h, i in col.items() if "__" in h}
     result: dict[str, dict] = {}
-    for (_, name), metrics in sorted(by_launch.items()):
-        result.setdefault(name, metrics)
+    for rec in sorted(records, key=lambda r: int(r.id) if r.id.strip().isdigit() else 1 << 62):
+        metrics = {name: (int(m.value) if m.value is not None and float(m.value).is_integer() else m.value)
+                   for name, m in rec.metrics.items()}
+        result.setdefault(_kernel_name(rec.kernel), metrics)
     return result
 
 
@@ -354,7 +320,7 @@ def driver(only: str | None, out_path: Path) -> int:
 
 
 def sass_counts(cubin: bytes) -> dict[str, dict[str, int]] | None:
-    exe = shutil.which("cuobjdump") or next(iter(sorted(glob.glob("/usr/local/cuda*/bin/cuobjdump"))), None)
+    exe = find_tool("cuobjdump")
     if exe is None:
         return None
     with tempfile.TemporaryDirectory() as d:

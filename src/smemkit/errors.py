@@ -19,3 +19,7 @@ class UnsupportedDeviceError(SmemkitError, RuntimeError):
 
 class CompileError(SmemkitError, RuntimeError):
     """NVRTC rejected a kernel; the message carries the kernel name and the compiler log."""
+
+
+class ToolNotFoundError(SmemkitError, RuntimeError):
+    """An NVIDIA command-line tool (cuobjdump, nvdisasm, ncu) is not installed."""

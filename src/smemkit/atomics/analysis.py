@@ -24,10 +24,10 @@ import statistics
 from collections import OrderedDict
 from dataclasses import dataclass, field
 
-from smemkit.atomics import ncu
 from smemkit.atomics.model import PerSM, Verdict, md1_response, verdict
 from smemkit.atomics.table import ServiceTable
 from smemkit.errors import InvalidArgumentError
+from smemkit.hw import ncu
 
 # Which microbenchmark stands for each counter class (an assumption until the H200 run maps each
 # op to the counter it increments; see docs/atomics.md).

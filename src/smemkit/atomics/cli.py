@@ -22,12 +22,12 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
-from smemkit.atomics import ncu
 from smemkit.atomics.analysis import CLASS_VARIANTS, KernelAnalysis, analyze
 from smemkit.atomics.kernels import PATTERNS
-from smemkit.atomics.sass import ToolNotFoundError, find_tool
 from smemkit.atomics.table import SCOPES, load_table
-from smemkit.errors import InvalidArgumentError
+from smemkit.errors import InvalidArgumentError, ToolNotFoundError
+from smemkit.hw import ncu
+from smemkit.runtime.paths import find_tool
 
 
 def register(sub: argparse._SubParsersAction) -> None:

@@ -21,19 +21,13 @@ from __future__ import annotations
 
 import os
 import re
-import shutil
 import subprocess
-import sys
 import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from smemkit.errors import SmemkitError
-
-
-class ToolNotFoundError(SmemkitError, RuntimeError):
-    """An NVIDIA command-line tool (cuobjdump, nvdisasm, ncu) is not installed."""
-
+from smemkit.errors import ToolNotFoundError
+from smemkit.runtime.paths import find_tool
 
 _INSN_RE = re.compile(
     r"^\s*/\*(?P<addr>[0-9a-fA-F]{4,})\*/\s+(?P<pred>@!?U?P[0-9T]+\s+)?(?P<text>[^;]*?)\s*;"
@@ -215,27 +209,6 @@ def classify_listing(text: str) -> dict[str, KernelVerdict]:
 
 
 # ---- running cuobjdump -------------------------------------------------------------------------
-
-
-def _wheel_bin_dirs() -> list[Path]:
-    found = []
-    for base in map(Path, sys.path):
-        for sub in ("nvidia/cu13/bin", "nvidia/cuda_cuobjdump/bin", "nvidia/cuda_nvdisasm/bin"):
-            if (base / sub).is_dir():
-                found.append(base / sub)
-    return found
-
-
-def find_tool(name: str) -> str | None:
-    """``name`` on PATH, under $CUDA_HOME/$CUDA_PATH, /usr/local/cuda, or an NVIDIA wheel's bin/."""
-    exe = shutil.which(name)
-    if exe:
-        return exe
-    roots = [os.environ.get("CUDA_HOME"), os.environ.get("CUDA_PATH"), "/usr/local/cuda"]
-    for d in [Path(r) / "bin" for r in roots if r] + _wheel_bin_dirs():
-        if (d / name).is_file() and os.access(d / name, os.X_OK):
-            return str(d / name)
-    return None
 
 
 def dump_sass(cubin: bytes, *, function: str | None = None, timeout: float = 120) -> str:

@@ -10,10 +10,12 @@ order, at ``$CUDA_HOME``/``$CUDA_PATH``, the directory of ``nvcc`` on ``PATH``,
 from __future__ import annotations
 
 import functools
+import glob
 import importlib.util
 import os
 import re
 import shutil
+import sys
 from pathlib import Path
 
 PACKAGE_INCLUDE = Path(__file__).resolve().parent / "include"
@@ -78,3 +80,27 @@ def toolkit_header_version() -> str:
             if m:
                 return m.group(1)
     return "none"
+
+
+# Where Nsight Compute installs itself when it is not on PATH.
+NCU_GLOBS = ("/opt/nvidia/nsight-compute/*/ncu", "/usr/local/cuda*/nsight-compute*/ncu",
+             "/usr/local/NVIDIA-Nsight-Compute*/ncu")
+
+
+def find_tool(name: str) -> str | None:
+    """An NVIDIA command-line tool (``ncu``, ``cuobjdump``, ``nvdisasm``): on PATH, in the
+    toolkit's ``bin/``, in a pip-installed NVIDIA wheel's ``bin/``, or (ncu) where Nsight
+    Compute installs itself. None when it is nowhere."""
+    exe = shutil.which(name)
+    if exe:
+        return exe
+    dirs = [root / "bin" for root in _toolkit_roots()]
+    for base in map(Path, sys.path):
+        dirs += [base / sub for sub in ("nvidia/cu13/bin", f"nvidia/cuda_{name}/bin")]
+    for d in dirs:
+        if (d / name).is_file() and os.access(d / name, os.X_OK):
+            return str(d / name)
+    if name == "ncu":
+        hits = sorted(h for pattern in NCU_GLOBS for h in glob.glob(pattern))
+        return hits[-1] if hits else None
+    return None

@@ -33,8 +33,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from smemkit.atomics.sass import ToolNotFoundError, find_tool
-from smemkit.errors import InvalidArgumentError
+from smemkit.errors import InvalidArgumentError, ToolNotFoundError
+from smemkit.runtime.paths import find_tool
 
 INST_ATOM = "smsp__inst_executed_op_shared_atom.sum"
 INST_ALU = "smsp__inst_executed_op_shared_atom_dot_alu.sum"
