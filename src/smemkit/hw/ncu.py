@@ -227,12 +227,14 @@ def read_report(path: str | Path, *, ncu: str | None = None) -> list[LaunchRecor
 
 def profile_command(app: Sequence[str], report: str | Path, *, ncu: str = "ncu",
                     kernel_regex: str | None = None, launch_skip: int = 0,
-                    launch_count: int | None = None) -> list[str]:
-    """``ncu`` collecting exactly PROFILE_METRICS, clocks left alone, into ``report``."""
+                    launch_count: int | None = None,
+                    metrics: Sequence[str] = PROFILE_METRICS) -> list[str]:
+    """``ncu`` collecting exactly ``metrics`` (default: the atomics model's), clocks left
+    alone, into ``report``."""
     if not app:
         raise InvalidArgumentError("no command to profile: give it after `--`, e.g. "
                                    "smemkit atomics profile -- python train.py")
-    cmd = [ncu, "--metrics", ",".join(PROFILE_METRICS), "--clock-control", "none",
+    cmd = [ncu, "--metrics", ",".join(metrics), "--clock-control", "none",
            "--target-processes", "all", "--export", str(report), "--force-overwrite"]
     if kernel_regex:
         cmd += ["--kernel-name", f"regex:{kernel_regex}"]

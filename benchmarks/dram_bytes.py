@@ -1,0 +1,98 @@
+"""DRAM bytes per element from Nsight Compute, non-cluster vs cluster kernel (CREDIT Fig. 5).
+
+    python benchmarks/dram_bytes.py --out benchmarks/results/h200/dram_bytes.json [--P 8]
+
+Runs this file again under ``ncu`` (``--driver`` mode launches each workload's re-read kernel
+and its cluster kernel once at N = 64K), collecting ``dram__bytes_read.sum`` and
+``dram__bytes_write.sum`` with clocks left alone, and reports (read + write) / (M x N) next to
+the spec's compulsory and re-read-kernel byte counts.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+from smemkit.hw import ncu
+from smemkit.hw.environment import device_block
+from smemkit.reduction import BUILTIN, run
+from smemkit.reduction.codegen import Variant, kernel_name
+from smemkit.reduction.workloads import example_inputs
+from smemkit.runtime.paths import find_tool
+
+METRICS = ("dram__bytes_read.sum", "dram__bytes_write.sum")
+N = 65536
+ROWS = {"layernorm_bwd": 2048}
+
+
+def plan(P: int) -> list[tuple[str, int, Variant]]:
+    return [(name, ROWS.get(name, 4096), v) for name in sorted(BUILTIN)
+            for v in (Variant("reread"), Variant("cluster", P))]
+
+
+def driver(P: int) -> None:
+    import torch
+
+    for name, M, variant in plan(P):
+        tensors, scalars = example_inputs(name, M, N, device="cuda")
+        size = variant.P if variant.kind == "cluster" else None
+        run(BUILTIN[name], tensors, scalars, variant=variant.kind, cluster_size=size)
+        torch.cuda.synchronize()
+        del tensors
+
+
+def bytes_per_element(records: list[ncu.LaunchRecord], P: int) -> list[dict]:
+    """One row per planned kernel: measured DRAM bytes per element and the spec's counts."""
+    by_name = {}
+    for rec in records:
+        by_name.setdefault(rec.kernel.split("(")[0].strip(), rec)
+    rows = []
+    for name, M, variant in plan(P):
+        rec = by_name.get(kernel_name(BUILTIN[name], variant))
+        read = rec.value(METRICS[0]) if rec else None
+        write = rec.value(METRICS[1]) if rec else None
+        measured = None if read is None or write is None else (read + write) / (M * N)
+        b = BUILTIN[name].bytes
+        rows.append({"workload": name, "M": M, "N": N, "variant": variant.kind, "P": variant.P,
+                     "dram_bytes_per_element": measured, "compulsory": b.compulsory,
+                     "reread_kernel_model": b.baseline})
+    return rows
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--out", type=Path, default=Path("benchmarks/results/h200/dram_bytes.json"))
+    parser.add_argument("--P", type=int, default=8, help="cluster size of the cluster kernel")
+    parser.add_argument("--driver", action="store_true", help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.driver:
+        driver(args.P)
+        return 0
+    exe = find_tool("ncu")
+    if exe is None:
+        print("Nsight Compute (ncu) not found", file=sys.stderr)
+        return 2
+    with tempfile.TemporaryDirectory() as tmp:
+        report = Path(tmp) / "dram.ncu-rep"
+        cmd = ncu.profile_command([sys.executable, __file__, "--driver", "--P", str(args.P)], report,
+                                  ncu=exe, kernel_regex="^rr_", metrics=METRICS)
+        subprocess.run(cmd, check=True, timeout=540)
+        records = ncu.read_report(report, ncu=exe)
+    rows = bytes_per_element(records, args.P)
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    args.out.write_text(json.dumps({"device": device_block(), "command": " ".join(sys.argv),
+                                    "records": rows}, indent=1) + "\n")
+    for r in rows:
+        got = r["dram_bytes_per_element"]
+        print(f"{r['workload']:14s} {r['variant']:8s} P={r['P']:2d} "
+              f"{'-' if got is None else f'{got:6.2f}'} B/elem (compulsory {r['compulsory']}, "
+              f"re-read model {r['reread_kernel_model']})")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
