@@ -364,9 +364,13 @@ def histograms_ncu(table: ServiceTable, out_dir: Path, n_keys: int) -> dict:
     csv_path.write_text(export.stdout)
     records = ncu.parse_csv(export.stdout)
     order = [(inp, name) for inp in HIST_INPUTS for name in HIST_KERNELS]
+    launched = [r.kernel.split("(")[0].strip() for r in records]
+    if launched != [name for _, name in order]:
+        return {"status": "ncu launches do not match the expected kernels", "launched": launched,
+                "expected": [name for _, name in order]}
     results = analyze(records, table, per_launch=True)
     out = []
-    for (inp, name), res in zip(order, results, strict=False):
+    for (inp, name), res in zip(order, results, strict=True):
         out.append({"input": inp, "kernel": name, "analysis": res.to_dict()})
     return {"status": "ok", "csv": str(csv_path.relative_to(ROOT)), "launches": len(records), "kernels": out}
 

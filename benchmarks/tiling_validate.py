@@ -493,7 +493,12 @@ def occupancy_records(arch_calc: str, modules: dict, configs: list[dict], drv: D
     for cfg in configs:
         usage = modules[cfg["register_target"]].resources[OCC_KERNEL]
         regs = usage.registers
-        occ = occupancy(arch_calc, cfg["threads"], regs, cfg["smem"] + usage.static_smem_bytes)
+        try:
+            occ = occupancy(arch_calc, cfg["threads"], regs, cfg["smem"] + usage.static_smem_bytes)
+        except InvalidArgumentError as exc:  # beyond this architecture's limits: predicted 0
+            records.append({**cfg, "registers": regs, "predicted_blocks_per_sm": 0,
+                            "predicted_error": str(exc), "measured_blocks_per_sm": None, "match": None})
+            continue
         rec = {**cfg, "registers": regs, "spills": usage.spills, "smem_static": usage.static_smem_bytes,
                "predicted_blocks_per_sm": occ.blocks_per_sm, "predicted_limiting": list(occ.limiting),
                "predicted_occupancy": round(occ.occupancy, 4),

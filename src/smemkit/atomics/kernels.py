@@ -16,6 +16,7 @@ import numpy as np
 
 from smemkit.errors import InvalidArgumentError
 from smemkit.runtime.compiler import DEFAULT_ARCH, CompiledModule, compile_module, package_source
+from smemkit.tiling.banks import warp_access
 
 SOURCE = "atomics/kernels.cu"
 
@@ -101,16 +102,11 @@ def nominal_wavefronts(pattern: Pattern, dtype: str) -> int:
     element covers two adjacent words. Whether the atomic unit really needs this many passes
     (and what a same-address atomic costs, which the bank rule calls one pass) is what the H200
     sweep measures; this is the a-priori figure the table records beside the measured one.
+    The rule is smemkit.tiling's (64-bit accesses in two half-warp phases).
     """
     size = DTYPE_BYTES[dtype]
-    words: set[int] = set()
-    for elem in pattern.lane_elements(size):
-        first = elem * size // 4
-        words.update(range(first, first + size // 4))
-    per_bank: dict[int, int] = {}
-    for w in words:
-        per_bank[w % 32] = per_bank.get(w % 32, 0) + 1
-    return max(per_bank.values())
+    addresses = [elem * size for elem in pattern.lane_elements(size)]
+    return warp_access(addresses, size * 8).wavefronts
 
 
 @dataclass(frozen=True)

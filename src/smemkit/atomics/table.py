@@ -197,11 +197,18 @@ def load_table(path: str | Path | None = None) -> ServiceTable:
             raise InvalidArgumentError(f"service table {p} does not exist")
         try:
             data = json.loads(p.read_text())
-        except json.JSONDecodeError as exc:
+        except ValueError as exc:  # invalid JSON or not UTF-8
             raise InvalidArgumentError(f"{p} is not JSON: {exc}") from exc
+    if not isinstance(data, dict):
+        raise InvalidArgumentError(f"{path}: a service table is a JSON object, got {type(data).__name__}")
     if "service_table" in data:
         data = data["service_table"]
-    return ServiceTable.from_dict(data)
+    try:
+        return ServiceTable.from_dict(data)
+    except (TypeError, KeyError, AttributeError, ValueError) as exc:
+        if isinstance(exc, InvalidArgumentError):
+            raise
+        raise InvalidArgumentError(f"{path}: malformed service table: {exc!r}") from exc
 
 
 # ---- the placeholder ---------------------------------------------------------------------------

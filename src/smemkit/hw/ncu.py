@@ -71,7 +71,8 @@ _IDENTITY = ("ID", "Process ID", "Process Name", "Host Name", "Kernel Name", "Co
 _TIME_TO_NS = {"nsecond": 1.0, "ns": 1.0, "usecond": 1e3, "us": 1e3, "msecond": 1e6, "ms": 1e6,
                "second": 1e9, "s": 1e9}
 _SCALE = {"K": 1e3, "M": 1e6, "G": 1e9, "T": 1e12}
-_NUMBER = re.compile(r"^[-+]?(\d[\d,]*)?(\.\d+)?([eE][-+]?\d+)?$")
+# digits with optional thousands separators (1,234,567), an optional fraction and exponent
+_NUMBER = re.compile(r"^[-+]?(\d{1,3}(,\d{3})+|\d+)(\.\d+)?([eE][-+]?\d+)?$|^[-+]?\.\d+([eE][-+]?\d+)?$")
 
 
 @dataclass(frozen=True)
@@ -124,14 +125,21 @@ def parse_cell(text: str) -> tuple[float | None, tuple[float, ...] | None]:
     return agg, inst
 
 
+_COUNT_UNITS = ("byte", "inst", "cycle", "sector")
+
+
 def unit_factor(unit: str) -> tuple[float, str]:
     """(factor, base unit): times to nanoseconds, K/M/G/T-prefixed bytes and counts to base units."""
     u = unit.strip()
     if u in _TIME_TO_NS:
         return _TIME_TO_NS[u], "nsecond"
-    if len(u) > 1 and u[0] in _SCALE and u[1:] in ("byte", "inst", "cycle", "sector"):
+    if len(u) > 1 and u[0] in _SCALE and u[1:] in _COUNT_UNITS:
         return _SCALE[u[0]], u[1:]
-    return 1.0, u
+    if u in _COUNT_UNITS or u in ("", "%", "warp", "thread", "request", "wavefront", "block"):
+        return 1.0, u
+    # an unknown or rate unit (Gbyte/second, cycle/nsecond, ...): refuse rather than mis-scale
+    raise InvalidArgumentError(f"unit {u!r} in the Nsight Compute CSV is not one smemkit converts; "
+                               "export with --print-units base")
 
 
 def _metric(text: str, unit: str) -> MetricValue:

@@ -69,15 +69,26 @@ def config_from_hf(data: dict, name: str = "config.json") -> ModelConfig:
     def need(*keys: str) -> int:
         for key in keys:
             if key in data:
-                return data[key]
+                value = data[key]
+                if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
+                    raise InvalidArgumentError(f"{name}: '{key}' must be a positive integer, got {value!r}")
+                return value
         raise InvalidArgumentError(f"{name}: missing '{keys[0]}' (a decoder-only HuggingFace "
                                    "config.json with hidden_size, intermediate_size or ffn_dim, "
                                    "num_attention_heads, num_hidden_layers and vocab_size is needed)")
 
+    experts = [k for k in ("num_local_experts", "num_experts", "n_routed_experts")
+               if isinstance(data.get(k), int) and data[k] > 1]
+    if experts:
+        raise InvalidArgumentError(f"{name}: a mixture-of-experts config ({experts[0]} = "
+                                   f"{data[experts[0]]}); the planner models dense decoders only")
     model_type = str(data.get("model_type", ""))
     hidden = need("hidden_size", "d_model")
     heads = need("num_attention_heads")
-    head_dim = data.get("head_dim") or (hidden // heads if isinstance(hidden, int) and heads else 0)
+    if data.get("head_dim") is None and hidden % heads:
+        raise InvalidArgumentError(f"{name}: hidden size {hidden} is not a multiple of "
+                                   f"{heads} heads and no head_dim is given")
+    head_dim = data.get("head_dim") or hidden // heads
     ungated = model_type in _UNGATED_TYPES or ("ffn_dim" in data and "intermediate_size" not in data)
     tie_default = model_type == "opt"
     return ModelConfig(

@@ -57,6 +57,13 @@ def parse(text: str) -> ast.Expression:
                                            or node.func.id not in _FUNCS or node.keywords):
             raise InvalidArgumentError(f"index expression {text!r}: only min(), max() and abs() "
                                        "may be called, with positional arguments")
+        if isinstance(node, ast.Call) and (len(node.args) != 1 if node.func.id == "abs"
+                                           else len(node.args) < 2):
+            raise InvalidArgumentError(f"index expression {text!r}: abs() takes one argument, "
+                                       "min() and max() two or more")
+        if isinstance(node, (ast.BinOp, ast.UnaryOp)) and any(
+                isinstance(child, ast.Tuple) for child in ast.iter_child_nodes(node)):
+            raise InvalidArgumentError(f"index expression {text!r}: a tuple cannot be an operand")
     return tree
 
 

@@ -79,6 +79,17 @@ def pattern_from_dict(data: dict) -> Pattern:
                    data.get("description", ""), data.get("regs", 32), data.get("extra_smem", 0))
 
 
+def _checked(build, data, path: Path) -> Pattern:
+    """Build a pattern from user data; malformed fields become one clear error naming the file."""
+    try:
+        return build(data)
+    except InvalidArgumentError:
+        raise
+    except (TypeError, AttributeError, KeyError, ValueError) as exc:
+        raise InvalidArgumentError(f"pattern file {path}: malformed field: {exc!r} (see docs/tiling.md "
+                                   "for the layout)") from exc
+
+
 def load_pattern(spec: str | Path) -> Pattern:
     """A built-in example name, a ``.json`` file, or a ``.py`` file defining PATTERN / pattern()."""
     if isinstance(spec, str) and spec in BUILTIN:
@@ -90,16 +101,16 @@ def load_pattern(spec: str | Path) -> Pattern:
     if path.suffix == ".json":
         try:
             data = json.loads(path.read_text())
-        except json.JSONDecodeError as exc:
-            raise InvalidArgumentError(f"pattern file {path}: invalid JSON: {exc}") from exc
-        return pattern_from_dict(data)
+        except ValueError as exc:  # invalid JSON or not UTF-8
+            raise InvalidArgumentError(f"pattern file {path}: not valid JSON: {exc}") from exc
+        return _checked(pattern_from_dict, data, path)
     if path.suffix == ".py":
         namespace = runpy.run_path(str(path))
         value = namespace.get("PATTERN")
         if value is None and callable(namespace.get("pattern")):
             value = namespace["pattern"]()
         if isinstance(value, dict):
-            value = pattern_from_dict(value)
+            value = _checked(pattern_from_dict, value, path)
         if not isinstance(value, Pattern):
             raise InvalidArgumentError(f"pattern file {path}: define PATTERN (a smemkit.tiling.Pattern "
                                        "or a dict in the JSON layout) or a function pattern() returning one")
