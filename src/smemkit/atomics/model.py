@@ -167,16 +167,26 @@ class Verdict:
                 "summary": self.summary, "evidence": list(self.evidence)}
 
 
+SAME_PATH_UNITS = ("shared", "lsu")
+
+
 def verdict(u_atom: PerSM, others: Mapping[str, float | None], *, threshold: float = THRESHOLD,
             margin: float = MARGIN) -> Verdict:
-    """Is the shared-atomic unit the bottleneck? ``others`` are utilizations (0..1) of other units."""
-    known = {k: v for k, v in others.items() if v is not None and not math.isnan(v)}
+    """Is the shared-atomic unit the bottleneck? ``others`` are utilizations (0..1) of other units.
+
+    The shared-memory data pipe and LSU counters include the atomics' own traffic, so they are
+    shown as evidence but do not compete: an atomic-bound kernel saturates them too.
+    """
+    known = {k: v for k, v in others.items()
+             if v is not None and not math.isnan(v) and k not in SAME_PATH_UNITS}
     u = u_atom.median
     ranked = sorted(known.items(), key=lambda kv: -kv[1])
     top, u_top = ranked[0] if ranked else ("none", 0.0)
     evidence = [f"{UNIT_LABELS['atomic']}: U per SM min {u_atom.min:.2f} / median {u:.2f} / "
                 f"max {u_atom.max:.2f} ({u_atom.source}, {u_atom.sms} SMs)"]
     evidence += [f"{UNIT_LABELS.get(k, k)}: {v:.2f}" for k, v in ranked]
+    evidence += [f"{UNIT_LABELS.get(k, k)}: {v:.2f} (includes the atomics' own traffic)"
+                 for k, v in others.items() if k in SAME_PATH_UNITS and v is not None]
     if u >= threshold and u >= u_top - margin:
         return Verdict(True, "atomic", f"the shared-atomic unit is the bottleneck (median U {u:.2f})",
                        tuple(evidence))

@@ -106,7 +106,13 @@ def test_md1():
 def test_verdict_atomic_bound():
     v = verdict(PerSM(0.6, 0.7, 0.8, "instances", 4), {"issue": 0.35, "dram": 0.2, "shared": 0.5})
     assert v.atomic_bound and v.bottleneck == "atomic"
-    assert "median 0.70" in v.evidence[0] and v.evidence[1] == "shared-memory data pipe: 0.50"
+    assert "median 0.70" in v.evidence[0]
+    assert "shared-memory data pipe: 0.50 (includes the atomics' own traffic)" in v.evidence
+
+
+def test_shared_pipe_busy_with_the_atomics_themselves_does_not_steal_the_verdict():
+    v = verdict(PerSM(0.6, 0.7, 0.8, "instances", 4), {"issue": 0.3, "shared": 0.95, "lsu": 0.9})
+    assert v.atomic_bound and v.bottleneck == "atomic"
 
 
 def test_verdict_other_unit():
