@@ -53,10 +53,12 @@ from smemkit.atomics.kernels import (
     nominal_wavefronts,
 )
 from smemkit.atomics.model import closed_queue, error_summary, relative_error
-from smemkit.atomics.sass import ToolNotFoundError, classify_cubin, find_tool
+from smemkit.atomics.sass import classify_cubin
 from smemkit.atomics.table import N_GRID, ServiceCurve, ServiceTable, placeholder_table
+from smemkit.errors import ToolNotFoundError
 from smemkit.hw import ncu
 from smemkit.hw.environment import device_block
+from smemkit.runtime.paths import find_tool
 
 ROOT = Path(__file__).resolve().parent.parent
 DEFAULT_OUT = ROOT / "benchmarks" / "results" / "h200" / "atomics.json"

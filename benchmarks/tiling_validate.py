@@ -53,9 +53,9 @@ try:
 except ImportError:  # running from a checkout without an install
     sys.path.insert(0, str(HERE.parent / "src"))
 
-from smemkit.errors import InvalidArgumentError  # noqa: E402
+from smemkit.errors import InvalidArgumentError, ToolNotFoundError  # noqa: E402
 from smemkit.hw import ncu  # noqa: E402
-from smemkit.runtime.compiler import compile_module  # noqa: E402
+from smemkit.runtime.compiler import compile_module, dump_sass  # noqa: E402
 from smemkit.runtime.paths import find_tool  # noqa: E402
 from smemkit.tiling.microkernel import (  # noqa: E402
     BASELINE_BLOCK,
@@ -320,18 +320,10 @@ def driver(only: str | None, out_path: Path) -> int:
 
 
 def sass_counts(cubin: bytes) -> dict[str, dict[str, int]] | None:
-    exe = find_tool("cuobjdump")
-    if exe is None:
+    try:
+        return parse_sass(dump_sass(cubin, timeout=300))
+    except (ToolNotFoundError, OSError, subprocess.SubprocessError):
         return None
-    with tempfile.TemporaryDirectory() as d:
-        path = Path(d) / "suite.cubin"
-        path.write_bytes(cubin)
-        try:
-            text = subprocess.run([exe, "-sass", str(path)], capture_output=True, text=True, check=True,
-                                  timeout=300).stdout
-        except (OSError, subprocess.SubprocessError):
-            return None
-    return parse_sass(text)
 
 
 def parse_sass(text: str) -> dict[str, dict[str, int]]:

@@ -1,6 +1,7 @@
 """Which shared-memory atomics are native and which are CAS retry loops, read from SASS.
 
-``dump_sass`` writes a cubin to a temporary file and runs ``cuobjdump -sass`` on it (no GPU is
+``smemkit.runtime.compiler.dump_sass`` writes a cubin to a temporary file and runs
+``cuobjdump -sass`` on it (no GPU is
 needed: cuobjdump only disassembles; it is found on PATH, under $CUDA_HOME/bin, or in the
 ``nvidia-cuda-cuobjdump`` wheel, and needs ``nvdisasm`` beside it). ``parse_sass`` reads the
 listing into instructions per kernel and ``classify`` finds every ``ATOMS`` instruction and says:
@@ -19,15 +20,10 @@ by a line holding only the second half of the encoding; branch targets are absol
 
 from __future__ import annotations
 
-import os
 import re
-import subprocess
-import tempfile
 from dataclasses import dataclass, field
-from pathlib import Path
 
-from smemkit.errors import ToolNotFoundError
-from smemkit.runtime.paths import find_tool
+from smemkit.runtime.compiler import dump_sass
 
 _INSN_RE = re.compile(
     r"^\s*/\*(?P<addr>[0-9a-fA-F]{4,})\*/\s+(?P<pred>@!?U?P[0-9T]+\s+)?(?P<text>[^;]*?)\s*;"
@@ -209,30 +205,6 @@ def classify_listing(text: str) -> dict[str, KernelVerdict]:
 
 
 # ---- running cuobjdump -------------------------------------------------------------------------
-
-
-def dump_sass(cubin: bytes, *, function: str | None = None, timeout: float = 120) -> str:
-    """``cuobjdump -sass`` of a cubin (written to a temporary file)."""
-    exe = find_tool("cuobjdump")
-    if exe is None:
-        raise ToolNotFoundError(
-            "cuobjdump was not found (PATH, $CUDA_HOME/bin, /usr/local/cuda/bin, or the "
-            "nvidia-cuda-cuobjdump wheel); it is needed to read SASS. Install the CUDA toolkit or "
-            "`pip install nvidia-cuda-cuobjdump nvidia-cuda-nvdisasm`"
-        )
-    env = dict(os.environ)
-    nvdisasm = find_tool("nvdisasm")
-    if nvdisasm:
-        env["PATH"] = str(Path(nvdisasm).parent) + os.pathsep + env.get("PATH", "")
-    with tempfile.TemporaryDirectory() as tmp:
-        path = Path(tmp) / "module.cubin"
-        path.write_bytes(cubin)
-        cmd = [exe, "-sass", *(["-fun", function] if function else []), str(path)]
-        proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, env=env)
-    if proc.returncode != 0:
-        hint = " (nvdisasm must be installed beside it)" if "nvdisasm" in proc.stderr else ""
-        raise ToolNotFoundError(f"cuobjdump failed{hint}: {proc.stderr.strip()[:500]}")
-    return proc.stdout
 
 
 def classify_cubin(cubin: bytes) -> dict[str, KernelVerdict]:

@@ -9,15 +9,19 @@ from __future__ import annotations
 
 import hashlib
 import io
+import os
 import re
+import subprocess
+import tempfile
 from dataclasses import dataclass, field
 from functools import cache
 from importlib import resources
+from pathlib import Path
 
 from smemkit import __version__
-from smemkit.errors import CompileError
+from smemkit.errors import CompileError, ToolNotFoundError
 from smemkit.runtime import cache as disk_cache
-from smemkit.runtime.paths import PACKAGE_INCLUDE, include_dirs, toolkit_header_version
+from smemkit.runtime.paths import PACKAGE_INCLUDE, find_tool, include_dirs, toolkit_header_version
 
 DEFAULT_ARCH = "sm_90a"
 _INCLUDE_RE = re.compile(r'^\s*#\s*include\s*[<"](smemkit/[^>"]+)[>"]', re.MULTILINE)
@@ -177,3 +181,27 @@ def compile_module(
 def arch_for_capability(major: int, minor: int) -> str:
     """NVRTC target for a compute capability: the ``a`` variant on sm_90 and newer."""
     return f"sm_{major}{minor}a" if major >= 9 else f"sm_{major}{minor}"
+
+
+def dump_sass(cubin: bytes, *, function: str | None = None, timeout: float = 120) -> str:
+    """``cuobjdump -sass`` of a cubin (written to a temporary file)."""
+    exe = find_tool("cuobjdump")
+    if exe is None:
+        raise ToolNotFoundError(
+            "cuobjdump was not found (PATH, $CUDA_HOME/bin, /usr/local/cuda/bin, or the "
+            "nvidia-cuda-cuobjdump wheel); it is needed to read SASS. Install the CUDA toolkit or "
+            "`pip install nvidia-cuda-cuobjdump nvidia-cuda-nvdisasm`"
+        )
+    env = dict(os.environ)
+    nvdisasm = find_tool("nvdisasm")
+    if nvdisasm:
+        env["PATH"] = str(Path(nvdisasm).parent) + os.pathsep + env.get("PATH", "")
+    with tempfile.TemporaryDirectory() as tmp:
+        path = Path(tmp) / "module.cubin"
+        path.write_bytes(cubin)
+        cmd = [exe, "-sass", *(["-fun", function] if function else []), str(path)]
+        proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, env=env)
+    if proc.returncode != 0:
+        hint = " (nvdisasm must be installed beside it)" if "nvdisasm" in proc.stderr else ""
+        raise ToolNotFoundError(f"cuobjdump failed{hint}: {proc.stderr.strip()[:500]}")
+    return proc.stdout

@@ -13,8 +13,7 @@ from pathlib import Path
 import pytest
 
 from smemkit.atomics import cli
-from smemkit.atomics.sass import ToolNotFoundError
-from smemkit.errors import InvalidArgumentError
+from smemkit.errors import InvalidArgumentError, ToolNotFoundError
 
 DATA = Path(__file__).parent / "data"
 TABLE = str(DATA / "hand_table.json")

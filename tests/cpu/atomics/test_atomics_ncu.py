@@ -5,9 +5,8 @@ from pathlib import Path
 import pytest
 
 from smemkit.atomics.analysis import analyze, instruction_classes, merge_launches
-from smemkit.atomics.sass import ToolNotFoundError
 from smemkit.atomics.table import load_table
-from smemkit.errors import InvalidArgumentError
+from smemkit.errors import InvalidArgumentError, ToolNotFoundError
 from smemkit.hw import ncu
 
 DATA = Path(__file__).parent / "data"

@@ -6,6 +6,8 @@ import pytest
 
 from smemkit.atomics import sass
 from smemkit.atomics.kernels import Variant
+from smemkit.errors import ToolNotFoundError
+from smemkit.runtime.paths import find_tool
 
 
 def listing(name: str, body: str) -> str:
@@ -128,12 +130,14 @@ def test_mixed_kernel():
 
 
 def test_dump_sass_without_cuobjdump_is_a_clear_error(monkeypatch):
-    monkeypatch.setattr(sass, "find_tool", lambda name: None)
-    with pytest.raises(sass.ToolNotFoundError, match="cuobjdump was not found"):
-        sass.dump_sass(b"\x7fELF")
+    from smemkit.runtime import compiler
+
+    monkeypatch.setattr(compiler, "find_tool", lambda name: None)
+    with pytest.raises(ToolNotFoundError, match="cuobjdump was not found"):
+        compiler.dump_sass(b"\x7fELF")
 
 
-needs_cuobjdump = pytest.mark.skipif(None in (sass.find_tool("cuobjdump"), sass.find_tool("nvdisasm")),
+needs_cuobjdump = pytest.mark.skipif(None in (find_tool("cuobjdump"), find_tool("nvdisasm")),
                                      reason="cuobjdump/nvdisasm not installed (pip install "
                                      "nvidia-cuda-cuobjdump nvidia-cuda-nvdisasm)")
 
