@@ -401,7 +401,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--quick", action="store_true", help="core variants and a coarse n grid only")
     ap.add_argument("--variants", help="comma-separated variants for the table (default: all, or core "
                     "with --quick)")
-    ap.add_argument("--iters", type=int, default=2048, help="atomics per warp per launch (multiple of 8)")
+    ap.add_argument("--iters", type=int, default=1 << 14,
+                    help="most atomics per warp per launch (multiple of 8); runs aim at ~4e6 cycles per SM")
     ap.add_argument("--reps", type=int, default=30, help="CUDA-event repetitions (median)")
     ap.add_argument("--hist-keys", type=int, default=None, help=f"keys per histogram (default {HIST_N}; "
                     "2^16 in --dry-run)")

@@ -19,15 +19,15 @@ def sm_count() -> int:
 @pytest.mark.parametrize("n", [1, 8, 64])
 def test_sweep_point_runs_on_every_sm(n):
     sweep = AtomSweep(Variant.parse("add.int32.noret"), sm_count())
-    r = sweep.run(PATTERNS["distinct_banks"], n, iters=256)
+    r = sweep.run(PATTERNS["distinct_banks"], n)
     assert r["sms"] >= 0.9 * sm_count(), r  # nearly every SM ran exactly n warps at once
     assert 0 < r["per_cycle_median"] <= 4, r  # warp instructions per SM cycle
 
 
 def test_conflicts_cost_more_than_none():
     sweep = AtomSweep(Variant.parse("add.int32.noret"), sm_count())
-    free = sweep.run(PATTERNS["distinct_banks"], 32, iters=256)["per_cycle_median"]
-    worst = sweep.run(PATTERNS["one_bank"], 32, iters=256)["per_cycle_median"]
+    free = sweep.run(PATTERNS["distinct_banks"], 32)["per_cycle_median"]
+    worst = sweep.run(PATTERNS["one_bank"], 32)["per_cycle_median"]
     assert worst < free
 
 

@@ -25,10 +25,15 @@ from smemkit.runtime.device import NON_PORTABLE_CLUSTER_MAX
 PREFERRED_SLICE_BYTES = 72 * 1024
 
 
-def legal_variants(spec: ReductionSpec, N: int, smem_limit: int, max_cluster: int) -> list[Variant]:
-    """Every variant that can run at width N on a GPU with these limits."""
+def legal_variants(spec: ReductionSpec, N: int, smem_limit: int, max_cluster: int,
+                   prefetch: bool = False) -> list[Variant]:
+    """Every variant that can run at width N on a GPU with these limits (with ``prefetch``, also
+    the double-buffered staged_pf / cluster_pf ones, which need twice the slice)."""
     candidates = [Variant("staged"), Variant("reread")]
     candidates += [Variant("cluster", P) for P in CLUSTER_SIZES]
+    if prefetch:
+        candidates += [Variant("staged", prefetch=True)]
+        candidates += [Variant("cluster", P, prefetch=True) for P in CLUSTER_SIZES]
     return [v for v in candidates if legality(spec, v, N, smem_limit, max_cluster) is None]
 
 
@@ -110,8 +115,8 @@ def _autotuned(spec: ReductionSpec, prepared, device: torch.device) -> Variant:
 
     index = device.index if device.index is not None else torch.cuda.current_device()
     info = require_kernel_support(index)
-    candidates = legal_variants(spec, prepared.N, info.smem_per_block_optin, NON_PORTABLE_CLUSTER_MAX)
-    candidates += [Variant(v.kind, v.P, v.threads, prefetch=True) for v in candidates if v.staged]
+    candidates = legal_variants(spec, prepared.N, info.smem_per_block_optin, NON_PORTABLE_CLUSTER_MAX,
+                                prefetch=True)
 
     def time_ms(v: Variant) -> float:
         return time_gpu(lambda: launch(spec, v, prepared), warmup=2, reps=10, graph=True).median_ms

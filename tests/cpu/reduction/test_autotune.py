@@ -38,3 +38,17 @@ def test_enabled_by_flag_or_environment(monkeypatch):
     assert not enabled(None) and enabled(True)
     monkeypatch.setenv("SMEMKIT_AUTOTUNE", "1")
     assert enabled(None) and not enabled(False)
+
+
+def test_autotune_candidates_are_legal_including_prefetch():
+    from smemkit.reduction.api import legal_variants
+
+    limit = 232448  # H100/H200 opt-in shared memory per block
+    spec = BUILTIN["softmax_bwd"]
+    plain = legal_variants(spec, 32768, limit, 16)
+    both = legal_variants(spec, 32768, limit, 16, prefetch=True)
+    assert all(not v.prefetch for v in plain)
+    assert {v for v in both if not v.prefetch} == set(plain)
+    labels = {v.label for v in both}
+    assert "cluster_p2_pf" not in labels  # two 32768/2-column buffers do not fit
+    assert "cluster_p8_pf" in labels
