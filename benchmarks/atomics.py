@@ -374,7 +374,8 @@ def histograms_ncu(table: ServiceTable, out_dir: Path, n_keys: int) -> dict:
     out = []
     for (inp, name), res in zip(order, results, strict=True):
         out.append({"input": inp, "kernel": name, "analysis": res.to_dict()})
-    return {"status": "ok", "csv": str(csv_path.relative_to(ROOT)), "launches": len(records), "kernels": out}
+    shown = csv_path.relative_to(ROOT) if csv_path.is_relative_to(ROOT) else csv_path.name
+    return {"status": "ok", "csv": str(shown), "launches": len(records), "kernels": out}
 
 
 def hist_child(n_keys: int) -> int:

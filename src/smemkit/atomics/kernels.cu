@@ -162,12 +162,29 @@ __device__ __forceinline__ atom_t do_op(atom_t* p, atom_t v, u32 it, u32 slot, u
 #endif
 }
 
+// Start gate: CTAs of one SM are dispatched thousands of cycles apart, so without it the first
+// CTA runs alone for a while and the SM measures a mix of loads. Each CTA adds its warps to
+// gate[smid] and waits until the count reaches warps_per_sm (or ~2e6 cycles pass, so a CTA that
+// could never meet the others is not stuck; the host then sees the warps did not run together).
+__device__ __forceinline__ void start_gate(u32* gate, u32 warps_per_sm) {
+  if (threadIdx.x == 0) {
+    u32* mine = gate + smid();
+    atomicAdd(mine, blockDim.x >> 5);
+    const u64 give_up = clock64() + 2000000ull;
+    while (*reinterpret_cast<volatile u32*>(mine) < warps_per_sm && clock64() < give_up) {
+    }
+  }
+  __syncthreads();
+}
+
 // timing[2 * global_warp + {0, 1}] = clock64 at loop start / end (lane 0);
-// smids[cta] = the SM the CTA ran on; sink[global_thread] keeps results and the region alive.
+// smids[cta] = the SM the CTA ran on; gate[sm] = warps arrived (zeroed by the host);
+// sink[global_thread] keeps results and the region alive.
 template <int P, int K>
-__device__ __forceinline__ void atom_bench(u64* timing, u32* smids, double* sink, int iters,
-                                           int warp_stride, u32 val_bits, u32 mask, int think,
-                                           int do_atomic, int cas_per8) {
+__device__ __forceinline__ void atom_bench(u64* timing, u32* smids, u32* gate, double* sink,
+                                           int iters, int warp_stride, u32 val_bits, u32 mask,
+                                           int think, int do_atomic, int cas_per8,
+                                           u32 warps_per_sm) {
   extern __shared__ __align__(16) unsigned char atom_smem_raw[];
   atom_t* region = reinterpret_cast<atom_t*>(atom_smem_raw);
   const u32 lane = threadIdx.x & 31u;
@@ -176,7 +193,7 @@ __device__ __forceinline__ void atom_bench(u64* timing, u32* smids, double* sink
   const u32 elems = static_cast<u32>(warp_stride) * (warps - 1u) + 32u * kBankRow;
   for (u32 i = threadIdx.x; i < elems; i += blockDim.x) region[i] = static_cast<atom_t>(0);
   if (threadIdx.x == 0) smids[blockIdx.x] = smid();
-  __syncthreads();
+  start_gate(gate, warps_per_sm);
 
   atom_t* base = region + warp * static_cast<u32>(warp_stride) + lane_element<P, K>(lane);
   const atom_t v = static_cast<atom_t>(val_bits);
@@ -216,10 +233,11 @@ __device__ __forceinline__ void atom_bench(u64* timing, u32* smids, double* sink
 
 #define ATOM_KERNEL(NAME, P, K)                                                               \
   extern "C" __global__ void __launch_bounds__(ATOM_BLOCK_MAX, 4)                            \
-      NAME(u64* timing, u32* smids, double* sink, int iters, int warp_stride, u32 val_bits, \
-           u32 mask, int think, int do_atomic, int cas_per8) {                               \
-    atomk::atom_bench<P, K>(timing, smids, sink, iters, warp_stride, val_bits, mask, think, \
-                            do_atomic, cas_per8);                                            \
+      NAME(u64* timing, u32* smids, u32* gate, double* sink, int iters, int warp_stride,     \
+           u32 val_bits, u32 mask, int think, int do_atomic, int cas_per8,                    \
+           u32 warps_per_sm) {                                                                \
+    atomk::atom_bench<P, K>(timing, smids, gate, sink, iters, warp_stride, val_bits, mask,   \
+                            think, do_atomic, cas_per8, warps_per_sm);                       \
   }
 
 ATOM_KERNEL(atom_same, atomk::SAME, 1)

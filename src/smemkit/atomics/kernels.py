@@ -312,7 +312,7 @@ def summarize_sms(rows: list[SmThroughput], n_warps: int, min_together: float = 
 
 # ---- launches (GPU) -------------------------------------------------------------------------
 
-ATOM_PARAMS = ("ptr", "ptr", "ptr", "i32", "i32", "u32", "u32", "i32", "i32", "i32")
+ATOM_PARAMS = ("ptr", "ptr", "ptr", "ptr", "i32", "i32", "u32", "u32", "i32", "i32", "i32", "u32")
 HIST_PARAMS = ("ptr", "i64", "ptr", "i32", "u32")
 HIST_KERNELS = ("hist_inc", "hist_add", "hist_private", "hist_aggregate")
 
@@ -325,6 +325,7 @@ class AtomSweep:
 
         self.variant = variant
         self.sm_count = sm_count
+        self.gate_slots = 1024  # indexed by %smid, which may exceed the SM count
         self.module = KernelModule(source(), f"atomics/{variant.name}", variant.defines())
         self._kernels: dict[str, object] = {}
         self._carveout_set: set[str] = set()
@@ -375,13 +376,14 @@ class AtomSweep:
         grid = self.sm_count * ctas
         timing = torch.zeros(grid * wpc * 2, dtype=torch.int64, device="cuda")
         smids = torch.full((grid,), -1, dtype=torch.int32, device="cuda")
+        gate = torch.zeros(self.gate_slots, dtype=torch.int32, device="cuda")
         sink = torch.empty(grid * wpc * 32, dtype=torch.float64, device="cuda")
         kern = self.kernel(pattern)
         if pattern.name not in self._carveout_set:
             self._prefer_max_smem(pattern)
             self._carveout_set.add(pattern.name)
-        kern.launch(grid, wpc * 32, timing, smids, sink, iters, lay.warp_stride, val, 0, think,
-                    int(do_atomic), cas_per8, smem=lay.smem_bytes)
+        kern.launch(grid, wpc * 32, timing, smids, gate, sink, iters, lay.warp_stride, val, 0, think,
+                    int(do_atomic), cas_per8, n_warps, smem=lay.smem_bytes)
         torch.cuda.synchronize()
         rows = per_sm_throughput(timing.cpu().numpy(), smids.cpu().numpy(), wpc, iters)
         summary = summarize_sms(rows, n_warps, min_together)
@@ -397,6 +399,7 @@ class AtomSweep:
         grid = self.sm_count * ctas
         timing = torch.zeros(grid * wpc * 2, dtype=torch.int64, device="cuda")
         smids = torch.zeros(grid, dtype=torch.int32, device="cuda")
+        gate = torch.zeros(self.gate_slots, dtype=torch.int32, device="cuda")
         sink = torch.empty(grid * wpc * 32, dtype=torch.float64, device="cuda")
         kern = self.kernel(pattern)
         if pattern.name not in self._carveout_set:
@@ -404,8 +407,9 @@ class AtomSweep:
             self._carveout_set.add(pattern.name)
 
         def launch() -> None:
-            kern.launch(grid, wpc * 32, timing, smids, sink, iters, lay.warp_stride, 1, 0, 0, 1, 0,
-                        smem=lay.smem_bytes)
+            gate.zero_()
+            kern.launch(grid, wpc * 32, timing, smids, gate, sink, iters, lay.warp_stride, 1, 0, 0, 1, 0,
+                        n_warps, smem=lay.smem_bytes)
 
         return launch
 

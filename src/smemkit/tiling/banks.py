@@ -1,12 +1,20 @@
 """Wavefronts of one warp-wide shared-memory instruction, from the 32 lanes' byte addresses.
 
-The rule implemented (SPEC §4; to be checked against Nsight Compute on the H200, not yet done):
+The rule implemented (SPEC §4, refined by Nsight Compute on the H200: 142 microkernels in
+``benchmarks/results/h200/tiling.json``):
 
 * Shared memory has 32 banks of 4 bytes: the 4-byte word ``w = address // 4`` lives in bank
   ``w % 32``.
 * A warp instruction is split into *phases* of lanes that the hardware serves together:
   32- (and 16-) bit accesses: one phase of all 32 lanes; 64-bit: two half-warps (lanes 0-15,
   16-31); 128-bit: four quarter-warps (lanes 0-7, 8-15, 16-23, 24-31).
+* Pair merge (64/128-bit): when every aligned lane pair (2k, 2k+1) asks for one address, each
+  pair needs one lane's worth of data and the phases hold twice the lanes: 64-bit becomes one
+  phase of 32 lanes, 128-bit two half-warps. Measured on the H200: all lanes on one double,
+  and lanes 2k/2k+1 on double k, take 1 wavefront, not 2; all lanes on one float4 take 2, not 4;
+  but half-warps reading the same 16 doubles (lanes k and k+16 paired) still take 2, and
+  quarter-warps reading the same 8 float4 take 4. An inactive partner counts as agreeing
+  (not yet measured; ``validation_suite`` has the case).
 * A lane's access covers ``width / 32`` consecutive words (one word for a 16-bit access).
 * A phase costs as many wavefronts as the largest number of *distinct* words requested in any
   one bank. Several lanes reading the same word are served by one wavefront (broadcast /
@@ -15,8 +23,9 @@ The rule implemented (SPEC §4; to be checked against Nsight Compute on the H200
 * The ideal is one wavefront per phase that has an active lane, so 1 (32-bit), 2 (64-bit) and
   4 (128-bit) for a full warp. Conflict degree = actual / ideal.
 
-Known gap: hardware may merge the two half-warps of a 64-bit access when they read the same
-addresses (reported "broadcast pairs can halve it"); this model charges both phases.
+The pair merge was found on the H200 (the first model charged every half/quarter-warp and missed
+3 of 142 patterns); patterns that tell it apart from other candidate rules (pairs only partly
+equal, shifted pairs, 128-bit pairs, stores) are in the suite to be measured.
 """
 
 from __future__ import annotations
@@ -91,6 +100,11 @@ def words_of(address: int, width: int) -> range:
     return range(first, first + max(1, width // 32))
 
 
+def _pairs_agree(addrs: Sequence[int | None]) -> bool:
+    """Does every aligned lane pair (2k, 2k+1) ask for one address (an inactive lane agrees)?"""
+    return all(a is None or b is None or a == b for a, b in zip(addrs[0::2], addrs[1::2], strict=True))
+
+
 def warp_access(addresses: Sequence[int | None], width: int) -> WarpAccess:
     """Analyze one instruction; ``addresses[lane]`` is the byte address or None (lane inactive).
 
@@ -109,6 +123,8 @@ def warp_access(addresses: Sequence[int | None], width: int) -> WarpAccess:
                 f"for a {width}-bit access"
             )
     per_phase = _PHASE_LANES[width]
+    if width >= 64 and _pairs_agree(addrs):
+        per_phase *= 2
     phases = []
     for start in range(0, WARP, per_phase):
         banks: dict[int, dict[int, list[int]]] = {}

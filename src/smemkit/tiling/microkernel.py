@@ -584,16 +584,30 @@ def _broadcasts() -> list[Pattern]:
     ):
         out.append(Pattern(name, (64, 1, 1), arr, (Access("a", index, 32, "load"),), desc))
     out.append(Pattern("bcast_fp64_all_same", (64, 1, 1), arr64, (Access("a", "0", 64, "load"),),
-                       "all lanes read one 8-byte word pair (model: 2 half-warp phases)"))
+                       "all lanes read one 8-byte word pair (pairs agree: one 32-lane phase)"))
     out.append(Pattern("bcast_fp64_halves_same", (64, 1, 1), arr64, (Access("a", "lane % 16", 64, "load"),),
-                       "the two half-warps read the same 16 doubles (model charges both phases)"))
+                       "the two half-warps read the same 16 doubles (pairs differ: 2 phases)"))
     out.append(Pattern("bcast_fp64_pairs", (64, 1, 1), arr64, (Access("a", "lane // 2", 64, "load"),),
                        "pairs of lanes read one double"))
     out.append(Pattern("bcast_f4_all_same", (64, 1, 1), arr128, (Access("a", "0, 0", 128, "load"),),
-                       "all lanes read one float4 (model: 4 quarter-warp phases)"))
+                       "all lanes read one float4 (pairs agree: 2 half-warp phases)"))
     out.append(Pattern("bcast_f4_quarters_same", (64, 1, 1), arr128,
                        (Access("a", "lane % 8, 0", 128, "load"),),
                        "every quarter-warp reads the same 8 float4"))
+    # Cases that tell the pair merge apart from other rules (issue 7 validation, second run).
+    for name, index, width, op, active, desc in (
+        ("bcast_fp64_pairs_shifted", "((lane + 1) // 2) % 16", 64, "load", None,
+         "lanes 2k-1/2k share a double: 16 distinct doubles, aligned pairs differ"),
+        ("bcast_fp64_pairs_but_one", "lane // 2 if lane < 28 else lane - 16", 64, "load",
+         "lane < 28 or lane >= 30", "14 agreeing pairs, lanes 30/31 on two doubles: 16 distinct"),
+        ("bcast_fp64_even_lanes", "lane // 2", 64, "load", "lane % 2 == 0",
+         "only even lanes, 16 distinct doubles: partners inactive"),
+        ("bcast_fp64_store_pairs", "lane // 2", 64, "store", None, "pairs of lanes store one double"),
+        ("bcast_f4_pairs", "lane // 2, 0", 128, "load", None, "pairs of lanes read one float4"),
+        ("bcast_f4_quads", "lane // 4, 0", 128, "load", None, "groups of 4 lanes read one float4"),
+    ):
+        layout = arr128 if width == 128 else arr64
+        out.append(Pattern(name, (64, 1, 1), layout, (Access("a", index, width, op, active=active),), desc))
     out.append(Pattern("bcast_fp16_all_same", (64, 1, 1), {"a": SmemLayout((4096,), "fp16")},
                        (Access("a", "0", 16, "load"),), "all lanes read one half"))
     out.append(Pattern("bcast_fp32_store_same", (64, 1, 1), arr, (Access("a", "0", 32, "store"),),

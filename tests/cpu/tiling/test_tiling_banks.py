@@ -121,3 +121,15 @@ def test_shifting_by_whole_bank_rows_changes_nothing(inst, rows):
 @given(st.permutations(range(32)), st.integers(0, 64))
 def test_any_permutation_of_32_banks_is_one_wavefront(perm, row):
     assert words([32 * row + b for b in perm]).wavefronts == 1
+
+
+def test_pair_merge_measured_on_h200():
+    """Nsight Compute on the H200 (benchmarks/results/h200/tiling.json): aligned lane pairs on one
+    address merge the 64-bit half-warps (and the 128-bit quarter-warps two by two)."""
+    assert warp_access([0] * 32, 64).wavefronts == 1  # bcast_fp64_all_same: 1, not 2
+    assert warp_access([8 * (lane // 2) for lane in range(32)], 64).wavefronts == 1  # bcast_fp64_pairs
+    assert warp_access([8 * (lane % 16) for lane in range(32)], 64).wavefronts == 2  # halves: no merge
+    assert warp_access([0] * 32, 128).wavefronts == 2  # bcast_f4_all_same: 2, not 4
+    assert warp_access([16 * (lane % 8) for lane in range(32)], 128).wavefronts == 4  # quarters: no merge
+    shifted = [8 * (((lane + 1) // 2) % 16) for lane in range(32)]
+    assert warp_access(shifted, 64).wavefronts == 2  # pairs (2k-1, 2k) are not aligned pairs
