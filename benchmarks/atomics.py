@@ -65,7 +65,7 @@ DEFAULT_OUT = ROOT / "benchmarks" / "results" / "h200" / "atomics.json"
 CORE = ("add.int32.noret", "inc.int32.noret", "add.int32.ret", "add.float32.noret", "cas.int32.ret",
         "cas.int32.noret", "exch.int32.noret", "max.int32.noret", "mix.int32.noret")
 QUICK_GRID = (1, 4, 16, 32, 64)
-HELD_OUT_N = (3, 6, 20, 40, 56)
+HELD_OUT_N = (3, 6, 20, 44, 56)
 THINKS = (4, 16, 64)
 HIST_N = 1 << 26
 HIST_NBINS = 256

@@ -92,9 +92,12 @@ REQUIRED_METRICS = 4
 REG_TARGETS = (16, 24, 32, 40, 48, 56, 64, 72, 80, 96, 112, 128, 168, 200, 232, 255)
 THREAD_CHOICES = (32, 64, 96, 128, 160, 192, 256, 288, 384, 512, 640, 768, 1024)
 CLUSTER_SIZES = (1, 2, 4, 8, 16)
-# (threads, register target, dynamic smem bytes) for the cluster records.
+# (threads, register target, dynamic smem bytes) for the cluster records. The GPC partition in
+# smemkit.tiling.occupancy was fitted to the first six (H200 run 3); the rest are held out.
 CLUSTER_CONFIGS = ((128, 32, 0), (256, 64, 48 * 1024), (512, 32, 100 * 1024), (1024, 32, 0),
                    (256, 128, 20 * 1024), (192, 40, 150 * 1024))
+CLUSTER_HELD_OUT = ((64, 32, 0), (128, 32, 16 * 1024), (96, 48, 4 * 1024), (384, 40, 30 * 1024),
+                    (160, 64, 60 * 1024), (640, 24, 70 * 1024))
 SMEM_OPTIN = 227 * 1024
 
 
@@ -471,11 +474,17 @@ class DriverOccupancy:
         self._set(k, smem, 1)
         return int(k.occupancy.max_active_blocks_per_multiprocessor(threads, smem))
 
-    def clusters(self, target: int, threads: int, smem: int, cluster: int) -> int:
+    def clusters(self, target: int, threads: int, smem: int, cluster: int, carveout: int = -1) -> int:
+        """Max active clusters; ``carveout`` >= 0 sets the preferred shared-memory carveout (%)."""
+        from cuda.bindings import driver
         from cuda.core import LaunchConfig
 
         k = self.kernels[target]
         self._set(k, smem, cluster)
+        attr = driver.CUfunction_attribute.CU_FUNC_ATTRIBUTE_PREFERRED_SHARED_MEMORY_CARVEOUT
+        (err,) = driver.cuKernelSetAttribute(attr, carveout, k.handle, driver.CUdevice(self.device_index))
+        if int(err) != 0:
+            raise RuntimeError(f"cuKernelSetAttribute(PREFERRED_SHARED_MEMORY_CARVEOUT={carveout}): {err}")
         config = LaunchConfig(grid=(1, 1, 1), cluster=(cluster, 1, 1), block=threads, shmem_size=smem)
         return int(k.occupancy.max_active_clusters(config, stream=self.device.default_stream))
 
@@ -511,19 +520,21 @@ def occupancy_records(arch_calc: str, modules: dict, configs: list[dict], drv: D
 
 def cluster_records(arch_calc: str, modules: dict, drv: DriverOccupancy | None, sm_count: int | None):
     records = []
-    for threads, target, smem in CLUSTER_CONFIGS:
+    configs = [(c, False) for c in CLUSTER_CONFIGS] + [(c, True) for c in CLUSTER_HELD_OUT]
+    for (threads, target, smem), held_out in configs:
         usage = modules[target].resources[OCC_KERNEL]
         for p in CLUSTER_SIZES:
             occ = occupancy(arch_calc, threads, usage.registers, smem + usage.static_smem_bytes, cluster=p,
                             non_portable_cluster=p > 8)
             rec = {"threads": threads, "register_target": target, "registers": usage.registers, "smem": smem,
-                   "cluster": p, "predicted_blocks_per_sm": occ.blocks_per_sm,
-                   "predicted_max_active_clusters": occ.max_active_clusters, "estimate": True,
+                   "cluster": p, "held_out": held_out, "predicted_blocks_per_sm": occ.blocks_per_sm,
+                   "predicted_max_active_clusters": occ.max_active_clusters,
                    "measured_max_active_clusters": None, "match": None, "error": None}
             if drv is not None:
                 try:
                     got = drv.clusters(target, threads, smem, p)
                     rec["measured_max_active_clusters"] = got
+                    rec["measured_with_carveout_100"] = drv.clusters(target, threads, smem, p, 100)
                     rec["match"] = got == occ.max_active_clusters
                     if sm_count:
                         rec["measured_blocks_per_sm_equivalent"] = round(got * p / sm_count, 3)
@@ -562,6 +573,7 @@ def summarize(patterns: list[dict], occ: list[dict], clusters: list[dict]) -> di
         "occupancy_match": count(occ, "match"),
         "cluster_records": len(clusters),
         "cluster_match": count(clusters, "match"),
+        "cluster_match_held_out": count([c for c in clusters if c.get("held_out")], "match"),
     }
 
 
@@ -587,7 +599,12 @@ def print_report(result: dict) -> None:
             print(f"  {r['pattern']:<44} {r['predicted_wavefronts']:>6}/{r['measured_wavefronts']!s:<6} "
                   f"{r['instructions']:>5}/{r['measured_instructions']!s}")
     print(f"\noccupancy: {s['occupancy_configs']} configs, match {s['occupancy_match']}; clusters "
-          f"{s['cluster_records']} records, match {s['cluster_match']} (calculator: estimate)")
+          f"{s['cluster_records']} records, match {s['cluster_match']} (held out: "
+          f"{s['cluster_match_held_out']})")
+    for r in [r for r in result["clusters"] if r["match"] is False][:20]:
+        print(f"  cluster {r['cluster']:>2} threads {r['threads']:>4} regs {r['registers']:>3} smem "
+              f"{r['smem']:>6}: predicted {r['predicted_max_active_clusters']} measured "
+              f"{r['measured_max_active_clusters']} (carveout 100 %: {r.get('measured_with_carveout_100')})")
     for r in [r for r in result["occupancy"] if r["match"] is False][:20]:
         print(f"  threads {r['threads']:>4} regs {r['registers']:>3} smem {r['smem']:>6}: predicted "
               f"{r['predicted_blocks_per_sm']} measured {r['measured_blocks_per_sm']} {r['error'] or ''}")

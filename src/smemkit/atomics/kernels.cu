@@ -35,7 +35,7 @@
 #define ATOM_ONLY 0
 #endif
 
-#define ATOM_BLOCK_MAX 512  // at most 16 warps per CTA; 4 CTAs give 64 warps per SM
+#define ATOM_BLOCK_MAX 1024  // at most 32 warps per CTA; 2 CTAs give 64 warps per SM
 #define ATOM_UNROLL 8
 
 #if ATOM_DTYPE == 0
@@ -232,7 +232,7 @@ __device__ __forceinline__ void atom_bench(u64* timing, u32* smids, u32* gate, d
 }  // namespace atomk
 
 #define ATOM_KERNEL(NAME, P, K)                                                               \
-  extern "C" __global__ void __launch_bounds__(ATOM_BLOCK_MAX, 4)                            \
+  extern "C" __global__ void __launch_bounds__(ATOM_BLOCK_MAX, 2)                            \
       NAME(u64* timing, u32* smids, u32* gate, double* sink, int iters, int warp_stride,     \
            u32 val_bits, u32 mask, int think, int do_atomic, int cas_per8,                    \
            u32 warps_per_sm) {                                                                \

@@ -8,7 +8,6 @@ classes launch on the GPU through :mod:`smemkit.runtime.launch`.
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 from functools import cache
 
@@ -102,11 +101,12 @@ def nominal_wavefronts(pattern: Pattern, dtype: str) -> int:
     element covers two adjacent words. Whether the atomic unit really needs this many passes
     (and what a same-address atomic costs, which the bank rule calls one pass) is what the H200
     sweep measures; this is the a-priori figure the table records beside the measured one.
-    The rule is smemkit.tiling's (64-bit accesses in two half-warp phases).
+    The rule is smemkit.tiling's for a store (64-bit accesses in two half-warp phases; the
+    load-only pair merge is not assumed for a read-modify-write).
     """
     size = DTYPE_BYTES[dtype]
     addresses = [elem * size for elem in pattern.lane_elements(size)]
-    return warp_access(addresses, size * 8).wavefronts
+    return warp_access(addresses, size * 8, "store").wavefronts
 
 
 @dataclass(frozen=True)
@@ -169,17 +169,25 @@ def compile_histograms(arch: str = DEFAULT_ARCH) -> CompiledModule:
 SMEM_PER_SM = 233_472  # 228 KiB on sm_90 (SPEC §4)
 SMEM_RESERVED_PER_CTA = 1024
 SMEM_PER_CTA_MAX = 232_448  # 227 KiB opt-in
-WARPS_PER_CTA_MAX = 16  # kernels.cu ATOM_BLOCK_MAX = 512 threads
+WARPS_PER_CTA_MAX = 32  # kernels.cu ATOM_BLOCK_MAX = 1024 threads
+WARPS_PER_SM_MAX = 64
 
 
 def cta_plan(n_warps: int) -> tuple[int, int]:
-    """(CTAs per SM, warps per CTA) that put exactly ``n_warps`` warps on each SM (1..64)."""
-    if not 1 <= n_warps <= 64:
-        raise InvalidArgumentError(f"warps per SM must be 1..64 (sm_90 holds 64), got {n_warps}")
-    ctas = math.ceil(n_warps / WARPS_PER_CTA_MAX)
-    while n_warps % ctas:
-        ctas += 1
-    return ctas, n_warps // ctas
+    """(CTAs per SM, warps per CTA) that put exactly ``n_warps`` warps on each SM.
+
+    Up to 32 warps: one CTA per SM (its shared memory keeps a second one out). Above: two CTAs of
+    n/2 warps, which needs n even and 3 * n/2 > 64, so the SM's 64-warp limit alone keeps a
+    third CTA out. Placing CTAs by shared memory needs the largest carveout, which the H200 did
+    not grant: CTAs sized for 2-4 per SM ran one after another (benchmarks/results/h200).
+    """
+    if 1 <= n_warps <= WARPS_PER_CTA_MAX:
+        return 1, n_warps
+    if n_warps <= WARPS_PER_SM_MAX and n_warps % 2 == 0 and 3 * (n_warps // 2) > WARPS_PER_SM_MAX:
+        return 2, n_warps // 2
+    raise InvalidArgumentError(
+        f"warps per SM must be 1..32 or an even 44..64 (two CTAs that a third cannot join), "
+        f"got {n_warps}")
 
 
 def forcing_smem(ctas_per_sm: int, needed: int) -> int:
@@ -231,7 +239,9 @@ def layout(pattern: Pattern, dtype: str, ctas_per_sm: int, warps_per_cta: int, s
     else:
         raise InvalidArgumentError(f"scope must be 'private' or 'shared', got {scope!r}")
     need = (stride * (warps_per_cta - 1) + tail) * size
-    return Layout(stride, forcing_smem(ctas_per_sm, need), kind)
+    if ctas_per_sm == 1:
+        return Layout(stride, forcing_smem(1, need), kind)
+    return Layout(stride, -(-need // 128) * 128, kind)  # the warp limit places two CTAs
 
 
 # ---- turning clock readings into per-SM throughput --------------------------------------------
@@ -382,6 +392,11 @@ class AtomSweep:
         if pattern.name not in self._carveout_set:
             self._prefer_max_smem(pattern)
             self._carveout_set.add(pattern.name)
+        fit = kern.max_active_ctas(wpc * 32, lay.smem_bytes) // self.sm_count
+        if fit < ctas:
+            raise InvalidArgumentError(
+                f"{pattern.kernel}: {ctas} CTAs of {wpc * 32} threads and {lay.smem_bytes} B per SM "
+                f"were planned but only {fit} fit at once")
         kern.launch(grid, wpc * 32, timing, smids, gate, sink, iters, lay.warp_stride, val, 0, think,
                     int(do_atomic), cas_per8, n_warps, smem=lay.smem_bytes)
         torch.cuda.synchronize()

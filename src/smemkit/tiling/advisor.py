@@ -78,7 +78,7 @@ def _evaluate(layout: SmemLayout, traces) -> int | None:
                 addrs = [None if i is None else address(layout, access, i) for i in lanes]
             except InvalidArgumentError:
                 return None
-            result = warp_access(addrs, access.width)
+            result = warp_access(addrs, access.width, access.op)
             if result.wavefronts != result.ideal:
                 return None
             total += result.wavefronts

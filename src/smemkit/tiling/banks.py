@@ -8,13 +8,13 @@ The rule implemented (SPEC §4, refined by Nsight Compute on the H200: 142 micro
 * A warp instruction is split into *phases* of lanes that the hardware serves together:
   32- (and 16-) bit accesses: one phase of all 32 lanes; 64-bit: two half-warps (lanes 0-15,
   16-31); 128-bit: four quarter-warps (lanes 0-7, 8-15, 16-23, 24-31).
-* Pair merge (64/128-bit): when every aligned lane pair (2k, 2k+1) asks for one address, each
+* Pair merge (64/128-bit loads): when every aligned lane pair (2k, 2k+1) asks for one address, each
   pair needs one lane's worth of data and the phases hold twice the lanes: 64-bit becomes one
   phase of 32 lanes, 128-bit two half-warps. Measured on the H200: all lanes on one double,
   and lanes 2k/2k+1 on double k, take 1 wavefront, not 2; all lanes on one float4 take 2, not 4;
   but half-warps reading the same 16 doubles (lanes k and k+16 paired) still take 2, and
-  quarter-warps reading the same 8 float4 take 4. An inactive partner counts as agreeing
-  (not yet measured; ``validation_suite`` has the case).
+  quarter-warps reading the same 8 float4 take 4. An inactive partner counts as agreeing.
+  Stores do not merge (64-bit pairs storing one double: 2 wavefronts per instruction).
 * A lane's access covers ``width / 32`` consecutive words (one word for a 16-bit access).
 * A phase costs as many wavefronts as the largest number of *distinct* words requested in any
   one bank. Several lanes reading the same word are served by one wavefront (broadcast /
@@ -23,9 +23,10 @@ The rule implemented (SPEC §4, refined by Nsight Compute on the H200: 142 micro
 * The ideal is one wavefront per phase that has an active lane, so 1 (32-bit), 2 (64-bit) and
   4 (128-bit) for a full warp. Conflict degree = actual / ideal.
 
-The pair merge was found on the H200 (the first model charged every half/quarter-warp and missed
-3 of 142 patterns); patterns that tell it apart from other candidate rules (pairs only partly
-equal, shifted pairs, 128-bit pairs, stores) are in the suite to be measured.
+The pair merge was found on the H200: the first model charged every half/quarter-warp and missed
+3 of 142 patterns. The rule was then written to fit those 3 and checked on 6 new patterns
+(pairs only partly equal, shifted pairs, inactive partners, 128-bit pairs and quads: all as
+predicted; a 64-bit store of pairs was not merged, so the rule is for loads only).
 """
 
 from __future__ import annotations
@@ -105,8 +106,9 @@ def _pairs_agree(addrs: Sequence[int | None]) -> bool:
     return all(a is None or b is None or a == b for a, b in zip(addrs[0::2], addrs[1::2], strict=True))
 
 
-def warp_access(addresses: Sequence[int | None], width: int) -> WarpAccess:
-    """Analyze one instruction; ``addresses[lane]`` is the byte address or None (lane inactive).
+def warp_access(addresses: Sequence[int | None], width: int, op: str = "load") -> WarpAccess:
+    """Analyze one ``op`` ('load' or 'store') instruction; ``addresses[lane]`` is the byte address
+    or None (lane inactive).
 
     Addresses must be aligned to the access size, as the hardware requires.
     """
@@ -123,7 +125,9 @@ def warp_access(addresses: Sequence[int | None], width: int) -> WarpAccess:
                 f"for a {width}-bit access"
             )
     per_phase = _PHASE_LANES[width]
-    if width >= 64 and _pairs_agree(addrs):
+    if op not in ("load", "store"):
+        raise InvalidArgumentError(f"op={op!r}: allowed 'load' or 'store'")
+    if width >= 64 and op == "load" and _pairs_agree(addrs):
         per_phase *= 2
     phases = []
     for start in range(0, WARP, per_phase):

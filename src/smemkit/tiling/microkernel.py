@@ -603,6 +603,8 @@ def _broadcasts() -> list[Pattern]:
         ("bcast_fp64_even_lanes", "lane // 2", 64, "load", "lane % 2 == 0",
          "only even lanes, 16 distinct doubles: partners inactive"),
         ("bcast_fp64_store_pairs", "lane // 2", 64, "store", None, "pairs of lanes store one double"),
+        ("bcast_fp64_store_all_same", "0", 64, "store", None, "all lanes store one double"),
+        ("bcast_f4_store_pairs", "lane // 2, 0", 128, "store", None, "pairs of lanes store one float4"),
         ("bcast_f4_pairs", "lane // 2, 0", 128, "load", None, "pairs of lanes read one float4"),
         ("bcast_f4_quads", "lane // 4, 0", 128, "load", None, "groups of 4 lanes read one float4"),
     ):

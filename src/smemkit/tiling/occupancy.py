@@ -26,10 +26,12 @@ Sources for the constants (cited, not copied):
   - NVIDIA Hopper tuning guide: 228 KB shared memory per SM, 227 KB per block; cluster size 8
     portable, 16 with the non-portable opt-in.
 
-Cluster occupancy (sm_90) is an ESTIMATE: the driver places a cluster's blocks inside one GPC, and
-the real ``cudaOccupancyMaxActiveClusters`` depends on the GPC layout of the part. We assume the
-132-SM H100/H200 SXM splits into whole TPCs as 18, 18, 16, 16, 16, 16, 16, 16 SMs per GPC and count
-``sum(floor(sms_in_gpc * blocks_per_sm / P))``. Check it on the device before trusting it.
+Cluster occupancy (sm_90): the driver places a cluster's blocks on P distinct SMs of one GPC, so
+``max active clusters = sum over GPCs with >= P SMs of floor(sms_in_gpc * blocks_per_sm / P)``.
+The GPC sizes are the part's: for the 132-SM H200 SXM we use 18, 18, 16 x 5, 8, 2 x 4 SMs, the one
+partition that reproduces all 30 of ``cudaOccupancyMaxActiveClusters``'s answers in
+``benchmarks/results/h200/tiling.json`` (fitted to them, then checked on new configurations). A
+first guess of eight whole GPCs (18, 18, 16 x 6) matched 10 of 30. Other parts: unmeasured.
 """
 
 from __future__ import annotations
@@ -74,7 +76,7 @@ ARCHS: dict[str, ArchLimits] = {
     "sm_89": ArchLimits("sm_89", 48, 24, (0, 8, 16, 32, 64, 100), 99 * KB),
     "sm_90": ArchLimits("sm_90", 64, 32, (0, 8, 16, 32, 64, 100, 132, 164, 196, 228), 227 * KB,
                         max_cluster_portable=8, max_cluster_nonportable=16,
-                        gpc_sms=(18, 18, 16, 16, 16, 16, 16, 16)),
+                        gpc_sms=(18, 18, 16, 16, 16, 16, 16, 8, 2, 2, 2, 2)),
 }
 
 
@@ -186,8 +188,7 @@ def _clusters(lim: ArchLimits, cluster: int, blocks: int, non_portable: bool, no
     top = lim.max_cluster_nonportable if non_portable else lim.max_cluster_portable
     _check_int("cluster", cluster, 1, top,
                f"in 1..{top}" + ("" if non_portable else " (16 needs the non-portable opt-in)"))
-    total = sum(n * blocks // cluster for n in lim.gpc_sms)
-    notes.append(f"cluster estimate: GPCs of {'/'.join(map(str, lim.gpc_sms))} SMs assumed "
-                 f"({sum(lim.gpc_sms)} SMs); a cluster's blocks share one GPC; confirm with "
-                 "cudaOccupancyMaxActiveClusters on the device")
+    total = sum(n * blocks // cluster for n in lim.gpc_sms if n >= cluster)
+    notes.append(f"clusters: GPCs of {'/'.join(map(str, lim.gpc_sms))} SMs (the H200's, fitted to "
+                 f"the driver); a cluster's blocks on distinct SMs of one GPC")
     return total

@@ -273,7 +273,7 @@ def analyze_traced(layout: SmemLayout, access: Access, traced: Trace) -> AccessR
     instructions = []
     for warp, loop, lanes in traced:
         addrs = [None if idx is None else address(layout, access, idx) for idx in lanes]
-        instructions.append(Instruction(warp, loop, warp_access(addrs, access.width)))
+        instructions.append(Instruction(warp, loop, warp_access(addrs, access.width, access.op)))
     return AccessReport(access, layout, tuple(instructions))
 
 

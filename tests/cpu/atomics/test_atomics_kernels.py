@@ -67,15 +67,19 @@ def test_conflict_pattern_puts_k_lanes_in_each_bank():
     assert len(set(lanes)) == 32 and all(banks.count(b) == 8 for b in set(banks))
 
 
-@pytest.mark.parametrize(("n", "plan"), [(1, (1, 1)), (3, (1, 3)), (16, (1, 16)), (20, (2, 10)),
-                                         (24, (2, 12)), (48, (3, 16)), (56, (4, 14)), (64, (4, 16))])
+@pytest.mark.parametrize(("n", "plan"), [(1, (1, 1)), (3, (1, 3)), (16, (1, 16)), (20, (1, 20)),
+                                         (32, (1, 32)), (44, (2, 22)), (48, (2, 24)), (56, (2, 28)),
+                                         (64, (2, 32))])
 def test_cta_plan(n, plan):
-    assert K.cta_plan(n) == plan
+    ctas, per_cta = K.cta_plan(n)
+    assert (ctas, per_cta) == plan
+    if ctas > 1:  # the 64-warp limit alone keeps a third CTA off the SM
+        assert (ctas + 1) * per_cta > K.WARPS_PER_SM_MAX
 
 
-def test_cta_plan_rejects_out_of_range():
-    for n in (0, 65):
-        with pytest.raises(InvalidArgumentError, match="1..64"):
+def test_cta_plan_rejects_what_cannot_be_placed_exactly():
+    for n in (0, 33, 40, 43, 45, 65):
+        with pytest.raises(InvalidArgumentError, match="1..32 or an even 44..64"):
             K.cta_plan(n)
 
 
@@ -91,7 +95,7 @@ def test_layouts():
     one_bank = K.PATTERNS["one_bank"]
     private = K.layout(one_bank, "int32", 1, 16, "private")
     assert (private.kind, private.warp_stride) == ("private", 1024)  # 4 KiB apart: bank-aligned
-    shifted = K.layout(one_bank, "int32", 4, 16, "private")  # 4 x 64 KiB would not fit
+    shifted = K.layout(one_bank, "int32", 2, 32, "private")  # 2 x 128 KiB would not fit
     assert (shifted.kind, shifted.warp_stride) == ("bank_shifted", 1)
     shared = K.layout(K.PATTERNS["distinct_banks"], "int32", 2, 16, "shared")
     assert (shared.kind, shared.warp_stride) == ("shared", 0)

@@ -133,3 +133,11 @@ def test_pair_merge_measured_on_h200():
     assert warp_access([16 * (lane % 8) for lane in range(32)], 128).wavefronts == 4  # quarters: no merge
     shifted = [8 * (((lane + 1) // 2) % 16) for lane in range(32)]
     assert warp_access(shifted, 64).wavefronts == 2  # pairs (2k-1, 2k) are not aligned pairs
+
+
+def test_stores_do_not_pair_merge():
+    pairs = [8 * (lane // 2) for lane in range(32)]
+    assert warp_access(pairs, 64, "load").wavefronts == 1
+    assert warp_access(pairs, 64, "store").wavefronts == 2  # bcast_fp64_store_pairs on the H200
+    with pytest.raises(InvalidArgumentError, match="op="):
+        warp_access(pairs, 64, "atomic")

@@ -73,13 +73,19 @@ def test_cluster_estimate_and_errors():
     occ = occupancy("sm_90", 256, 32, 0, cluster=2)
     assert occ.max_active_clusters == 132 * 8 // 2
     odd = occupancy("sm_90", 256, 32, 100 * 1024, cluster=3)  # 2 blocks/SM: GPC 18 -> 12, 16 -> 10
-    assert odd.max_active_clusters == 2 * 12 + 6 * 10
+    assert odd.max_active_clusters == 2 * 12 + 5 * 10 + 5  # GPC of 8 -> 5; GPCs of 2 < P hold none
+    # cudaOccupancyMaxActiveClusters on the H200 (benchmarks/results/h200/tiling.json)
+    one_per_sm = [occupancy("sm_90", 192, 36, 150 * 1024, cluster=p, non_portable_cluster=p > 8)
+                  for p in (1, 2, 4, 8, 16)]
+    assert [o.max_active_clusters for o in one_per_sm] == [132, 66, 30, 15, 7]
+    four = occupancy("sm_90", 256, 64, 48 * 1024, cluster=16, non_portable_cluster=True)
+    assert (four.blocks_per_sm, four.max_active_clusters) == (4, 28)
     with pytest.raises(InvalidArgumentError, match="no thread-block clusters"):
         occupancy("sm_80", 256, 32, 0, cluster=2)
     with pytest.raises(InvalidArgumentError, match="non-portable"):
         occupancy("sm_90", 256, 32, 0, cluster=16)
     big = occupancy("sm_90", 256, 32, 0, cluster=16, non_portable_cluster=True)
-    assert big.max_active_clusters == 2 * 9 + 6 * 8
+    assert big.max_active_clusters == 2 * 9 + 5 * 8  # 8 blocks/SM; GPCs under 16 SMs hold none
 
 
 @pytest.mark.parametrize("kwargs,match", [
