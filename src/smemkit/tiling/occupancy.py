@@ -28,10 +28,13 @@ Sources for the constants (cited, not copied):
 
 Cluster occupancy (sm_90): the driver places a cluster's blocks on P distinct SMs of one GPC, so
 ``max active clusters = sum over GPCs with >= P SMs of floor(sms_in_gpc * blocks_per_sm / P)``.
-The GPC sizes are the part's: for the 132-SM H200 SXM we use 18, 18, 16 x 5, 8, 2 x 4 SMs, the one
-partition that reproduces all 30 of ``cudaOccupancyMaxActiveClusters``'s answers in
-``benchmarks/results/h200/tiling.json`` (fitted to them, then checked on new configurations). A
-first guess of eight whole GPCs (18, 18, 16 x 6) matched 10 of 30. Other parts: unmeasured.
+A cluster launch also holds at most 8 blocks per SM, whatever the other limits allow (the driver
+answered 8 per SM for every configuration that fits more, cluster size 1 included, with or
+without the 100 % carveout preference). The GPC sizes are the part's: for the 132-SM H200 SXM
+we use 18, 18, 16 x 5, 8, 2 x 4 SMs, the one partition that reproduces the driver's answers on
+the first six configurations (30 records, H200 run 3; a first guess of eight whole GPCs, 18, 18,
+16 x 6, matched 10 of 30). Six held-out configurations were then checked (run 4, with the
+8-block cap added after it): ``benchmarks/results/h200/tiling.json``. Other parts: unmeasured.
 """
 
 from __future__ import annotations
@@ -39,6 +42,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from smemkit.errors import InvalidArgumentError
+
+CLUSTER_BLOCKS_PER_SM_MAX = 8  # cudaOccupancyMaxActiveClusters on the H200 (tiling.json)
 
 KB = 1024
 
@@ -188,6 +193,10 @@ def _clusters(lim: ArchLimits, cluster: int, blocks: int, non_portable: bool, no
     top = lim.max_cluster_nonportable if non_portable else lim.max_cluster_portable
     _check_int("cluster", cluster, 1, top,
                f"in 1..{top}" + ("" if non_portable else " (16 needs the non-portable opt-in)"))
+    if blocks > CLUSTER_BLOCKS_PER_SM_MAX:
+        notes.append(f"clusters: at most {CLUSTER_BLOCKS_PER_SM_MAX} blocks per SM in a cluster launch "
+                     f"(not {blocks})")
+        blocks = CLUSTER_BLOCKS_PER_SM_MAX
     total = sum(n * blocks // cluster for n in lim.gpc_sms if n >= cluster)
     notes.append(f"clusters: GPCs of {'/'.join(map(str, lim.gpc_sms))} SMs (the H200's, fitted to "
                  f"the driver); a cluster's blocks on distinct SMs of one GPC")

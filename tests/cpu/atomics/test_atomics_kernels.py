@@ -112,14 +112,14 @@ def test_per_sm_throughput_from_clock_readings():
     assert (rows[5].warps, rows[5].cycles, rows[5].instructions) == (4, 800, 400)
     assert rows[5].per_cycle == pytest.approx(0.5)
     assert (rows[9].warps, rows[9].cycles) == (2, 210)
-    assert rows[5].together == pytest.approx((1390 - 1100) / 800)
-    summary = K.summarize_sms(list(rows.values()), 4, min_together=0.3)
+    assert rows[5].start_spread == pytest.approx((1100 - 1000) / 800)
+    summary = K.summarize_sms(list(rows.values()), 4, max_spread=0.2)
     assert summary["sms"] == 1 and summary["sms_other"] == 1
     assert summary["per_cycle_median"] == pytest.approx(0.5)
     with pytest.raises(InvalidArgumentError, match="exactly 3 warps"):
-        K.summarize_sms(list(rows.values()), 3, min_together=0.0)
-    with pytest.raises(InvalidArgumentError, match="together"):
-        K.summarize_sms(list(rows.values()), 4)  # SM 5 ran all four warps for only 36 %
+        K.summarize_sms(list(rows.values()), 3, max_spread=1.0)
+    with pytest.raises(InvalidArgumentError, match="started together"):
+        K.summarize_sms(list(rows.values()), 4)  # SM 5's warps started 12.5 % of the span apart
     with pytest.raises(InvalidArgumentError, match="warp timings"):
         K.per_sm_throughput(timing.ravel(), np.array([5, 9]), 2, 100)
 
@@ -130,13 +130,13 @@ def test_sms_that_ran_ctas_one_after_another_are_left_out():
                        [0, 100], [0, 100],        # CTAs 2 and 3 on SM 2, together
                        [0, 100], [0, 100]])
     rows = {r.sm: r for r in K.per_sm_throughput(timing.ravel(), np.array([1, 1, 2, 2]), 2, 10)}
-    assert (rows[1].warps, rows[1].together) == (4, 0.0)
-    assert (rows[2].warps, rows[2].together) == (4, 1.0)
+    assert (rows[1].warps, rows[1].start_spread) == (4, 0.5)
+    assert (rows[2].warps, rows[2].start_spread) == (4, 0.0)
     summary = K.summarize_sms(list(rows.values()), 4)
     assert summary["sms"] == 1 and summary["per_cycle_median"] == pytest.approx(40 / 100)
 
 
-def test_overlap_fraction():
-    assert K.overlap_fraction(np.array([[0, 10], [10, 20]])) == 0.0  # touching: never together
-    assert K.overlap_fraction(np.array([[0, 10], [5, 20], [6, 7]])) == pytest.approx(1 / 20)
-    assert K.overlap_fraction(np.array([[0, 100], [2, 100]])) == pytest.approx(0.98)
+def test_start_spread():
+    assert K.start_spread(np.array([[0, 10], [10, 20]])) == pytest.approx(0.5)  # one after another
+    assert K.start_spread(np.array([[0, 50], [1, 100]])) == pytest.approx(0.01)  # gated, uneven ends
+    assert K.start_spread(np.array([[5, 5]])) == 1.0  # no span: not usable

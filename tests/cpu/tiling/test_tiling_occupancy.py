@@ -78,6 +78,8 @@ def test_cluster_estimate_and_errors():
     one_per_sm = [occupancy("sm_90", 192, 36, 150 * 1024, cluster=p, non_portable_cluster=p > 8)
                   for p in (1, 2, 4, 8, 16)]
     assert [o.max_active_clusters for o in one_per_sm] == [132, 66, 30, 15, 7]
+    small = occupancy("sm_90", 64, 28, 0, cluster=1)  # 32 blocks/SM alone, 8 in a cluster launch
+    assert (small.blocks_per_sm, small.max_active_clusters) == (32, 132 * 8)
     four = occupancy("sm_90", 256, 64, 48 * 1024, cluster=16, non_portable_cluster=True)
     assert (four.blocks_per_sm, four.max_active_clusters) == (4, 28)
     with pytest.raises(InvalidArgumentError, match="no thread-block clusters"):
