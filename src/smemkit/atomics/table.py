@@ -8,9 +8,10 @@ mixtures are predicted by adding utilizations (model.py), not tabulated.
 
 The table is data (JSON). ``benchmarks/atomics.py`` measures it on the GPU and writes it into
 ``benchmarks/results/h200/atomics.json`` (key ``service_table``); ``smemkit atomics analyze
---table`` reads either that results file or a bare table file. Until the H200 run exists, the
-only table in the package is :func:`placeholder_table`: made-up numbers with the right shape,
-marked ``source = "placeholder"``, which every report prints as NOT MEASURED.
+--table`` reads either that results file or a bare table file. The package carries the H200's
+measured table (``atomics/data/h200_service_table.json``, copied from that results file);
+:func:`placeholder_table` (made-up numbers with the right shape, ``source = "placeholder"``,
+printed as NOT MEASURED) remains for the dry run and when the packaged file is missing.
 """
 
 from __future__ import annotations
@@ -27,7 +28,7 @@ from smemkit.errors import InvalidArgumentError
 
 N_GRID = (1, 2, 4, 8, 12, 16, 24, 32, 48, 64)
 SCOPES = ("private", "shared")
-PACKAGED = "atomics/data/h200_service_table.json"  # written after the H200 run; absent until then
+PACKAGED = "atomics/data/h200_service_table.json"  # the service_table of the H200 atomics.json
 
 
 @dataclass(frozen=True)
