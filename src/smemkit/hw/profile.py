@@ -51,6 +51,9 @@ class DeviceProfile:
     max_cluster_size: int
     dsmem: DsmemPrimitives
     provenance: dict[str, str] = field(default_factory=dict)
+    # Optional: the host-read congestion window chosen by the offload congestion probe
+    # (smemkit.offload.congestion: host_ctas, window_bytes, host_gbps, hbm_drop, source).
+    host_congestion: dict | None = None
 
     @property
     def supports_clusters(self) -> bool:

@@ -1,8 +1,15 @@
 """DAK-style offloading (SPEC §2): weights and KV caches split between HBM and pinned host memory.
 
-This part so far holds the planner only (issue 5): the per-operation cost model, model
-descriptions, and the greedy / uniform / oracle offload-ratio planners. Kernels come later.
+The planner (issue 5): the per-operation cost model, model descriptions, and the greedy / uniform /
+oracle offload-ratio planners (pure Python). The host-memory and kernel side: exact-size pinned
+allocations (``PinnedBuffer``), weights split by output rows between HBM and pinned host memory
+(``SplitWeight``), the split GEMV / skinny GEMM for decode (``split_linear``, ``OffloadedLinear``)
+and the congestion probe that picks how many CTAs read host memory with how many bytes in flight
+(``run_congestion_probe``, ``choose_window``). The GPU pieces import torch and the CUDA runtime
+lazily (``smemkit.offload.X`` imports them on first use), so the planner stays torch-free.
 """
+
+import importlib
 
 from smemkit.offload.costmodel import (
     DEFAULT_TFLOPS,
@@ -25,7 +32,28 @@ from smemkit.offload.planner import (
 )
 
 __all__ = [
-    "BUILTIN_MODELS", "DEFAULT_TFLOPS", "Hardware", "ModelConfig", "Op", "Plan", "TurningPoints",
-    "by_kind", "config_from_hf", "decode_ops", "greedy_plan", "hardware_from_profile", "load_model",
-    "op_time", "oracle_plan", "required_offload_bytes", "total_bytes", "turning_points", "uniform_plan",
+    "BUILTIN_MODELS", "DEFAULT_TFLOPS", "CongestionPoint", "Hardware", "LaunchPlan", "ModelConfig",
+    "OffloadedLinear", "Op", "PinnedBuffer", "PinnedMemoryError", "Plan", "SplitScratch", "SplitWeight",
+    "TurningPoints", "by_kind", "choose_window", "config_from_hf", "decode_ops", "default_host_config",
+    "greedy_plan", "hardware_from_profile", "host_rows_for_ratio", "load_model", "op_time", "oracle_plan",
+    "plan_launch", "required_offload_bytes", "run_congestion_probe", "split_linear", "total_bytes",
+    "turning_points", "uniform_plan",
 ]
+
+# name -> submodule, imported on first access (PEP 562): these need torch.
+_LAZY = {
+    "CongestionPoint": "congestion", "choose_window": "congestion", "default_host_config": "congestion",
+    "run_congestion_probe": "congestion",
+    "LaunchPlan": "gemv", "OffloadedLinear": "gemv", "SplitScratch": "gemv", "plan_launch": "gemv",
+    "split_linear": "gemv",
+    "PinnedBuffer": "pinned", "PinnedMemoryError": "pinned", "SplitWeight": "pinned",
+    "host_rows_for_ratio": "pinned",
+}
+
+
+def __getattr__(name: str):
+    if name in _LAZY:
+        value = getattr(importlib.import_module(f"smemkit.offload.{_LAZY[name]}"), name)
+        globals()[name] = value
+        return value
+    raise AttributeError(f"module 'smemkit.offload' has no attribute {name!r}")

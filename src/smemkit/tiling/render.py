@@ -127,7 +127,7 @@ def occupancy_table(occ: Occupancy) -> Table:
     table.add_row("smem per block (charged, incl. 1 KB reserved)", str(occ.smem_per_block))
     table.add_row("smem per SM (carveout used)", str(occ.smem_per_sm))
     if occ.cluster is not None:
-        table.add_row(f"max active clusters of {occ.cluster} (estimate)", str(occ.max_active_clusters))
+        table.add_row(f"max active clusters of {occ.cluster}", str(occ.max_active_clusters))
     return table
 
 
@@ -137,7 +137,7 @@ def occupancy_dict(occ: Occupancy) -> dict:
             "active_warps": occ.active_warps, "max_warps": occ.max_warps, "occupancy": occ.occupancy,
             "regs_per_block": occ.regs_per_block, "smem_per_block": occ.smem_per_block,
             "smem_per_sm": occ.smem_per_sm, "cluster": occ.cluster,
-            "max_active_clusters_estimate": occ.max_active_clusters, "notes": list(occ.notes)}
+            "max_active_clusters": occ.max_active_clusters, "notes": list(occ.notes)}
 
 
 def report_dict(report: PatternReport, advice: list[Advice] | None) -> dict:

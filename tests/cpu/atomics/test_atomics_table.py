@@ -12,11 +12,11 @@ from smemkit.errors import InvalidArgumentError
 DATA = Path(__file__).parent / "data"
 
 
-def test_curve_interpolates_linearly_and_clamps():
+def test_curve_interpolates_throughput_linearly_and_clamps():
     c = ServiceCurve("add.int32.noret", "distinct_banks", "private", 1.0, (1, 4, 16), (10.0, 4.0, 2.0))
     assert c.at(1) == 10.0 and c.at(4) == 4.0 and c.at(16) == 2.0
-    assert c.at(2.5) == pytest.approx(7.0)
-    assert c.at(10) == pytest.approx(3.0)
+    assert 1 / c.at(2.5) == pytest.approx((1 / 10 + 1 / 4) / 2)  # halfway: mean of the rates
+    assert 1 / c.at(10) == pytest.approx((1 / 4 + 1 / 2) / 2)
     assert c.at(0.5) == 10.0 and c.at(64) == 2.0
 
 
@@ -32,13 +32,13 @@ def test_hand_table_families():
     t = load_table(DATA / "hand_table.json")
     assert not t.measured and t.sm_count == 4
     v = "add.int32.noret"
-    # mix family, linear in log2 K: same(K=1) = 10, mix4 = 6, distinct_banks(K=32) = 2
-    assert t.service_estimate(v, "mix2", 8) == pytest.approx(8.0)
-    assert t.service_estimate(v, "mix8", 8) == pytest.approx(6 - 4 / 3)
+    # mix family, log S linear in log K: same(K=1) = 10, mix4 = 6, distinct_banks(K=32) = 2
+    assert t.service_estimate(v, "mix2", 8) == pytest.approx((10 * 6) ** 0.5)  # halfway in log K
+    assert t.service_estimate(v, "mix8", 8) == pytest.approx(6 * (2 / 6) ** (1 / 3))
     assert t.family_service(v, "mix", 32, 8) == pytest.approx(2.0)
-    # conflict family, linear in K: distinct_banks(1) = 2, conflict4 = 8, one_bank(32) = 64
+    # conflict family: distinct_banks(1) = 2, conflict4 = 8, one_bank(32) = 64: S = 2K exactly
     assert t.service_estimate(v, "conflict2", 8) == pytest.approx(4.0)
-    assert t.service_estimate(v, "conflict16", 8) == pytest.approx(8 + 56 * 12 / 28)
+    assert t.service_estimate(v, "conflict16", 8) == pytest.approx(32.0)
     assert t.service_estimate(v, "conflict4", 8) == 8.0  # measured curves are used as they are
     assert t.per_wavefront(v, 8) == 2.0 and t.per_wavefront("cas.int32.ret", 8) == 3.0
     with pytest.raises(InvalidArgumentError, match="family"):

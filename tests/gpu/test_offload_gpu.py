@@ -1,0 +1,242 @@
+"""The split host/HBM GEMV, pinned memory and the congestion probe on a GPU (skipped without one).
+
+Run these first on the H200: correctness against a float64 reference at r in {0, small, 0.5, 1}
+with awkward shapes (N = 1, 7, not a multiple of the tile; K not a multiple of 32), outputs
+poisoned with NaN first; the split-K reduction (forced splits) and bitwise determinism;
+OffloadedLinear against nn.Linear; CUDA-graph capture; deterministic pinned frees.
+"""
+
+import pytest
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from smemkit.errors import InvalidArgumentError
+from smemkit.offload import gemv
+from smemkit.offload.congestion import choose_window, run_congestion_probe
+from smemkit.offload.gemv import OffloadedLinear, split_linear
+from smemkit.offload.pinned import PinnedBuffer, SplitWeight
+
+pytestmark = pytest.mark.gpu
+
+TOL = {torch.bfloat16: 1e-2, torch.float16: 2e-3}
+
+
+def make(n, k, batch, dtype, bias=False, seed=0):
+    g = torch.Generator(device="cuda").manual_seed(seed)
+    w = (torch.randn(n, k, device="cuda", generator=g) * k ** -0.5).to(dtype)
+    x = torch.randn(batch, k, device="cuda", generator=g).to(dtype)
+    b = torch.randn(n, device="cuda", generator=g).to(dtype) if bias else None
+    return w, x, b
+
+
+def reference(x, w, b=None):
+    ref = x.double() @ w.double().T
+    return ref + b.double() if b is not None else ref
+
+
+def rel_err(got, ref):
+    return float((got.double() - ref).norm() / ref.norm().clamp_min(1e-30))
+
+
+def poisoned(batch, n, dtype):
+    return torch.full((batch, n), float("nan"), dtype=dtype, device="cuda")
+
+
+@pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16])
+@pytest.mark.parametrize(("n", "k"), [(1, 64), (7, 136), (100, 520), (300, 4096), (1000, 1032)])
+@pytest.mark.parametrize("batch", [1, 5, 8, 17, 64])
+@pytest.mark.parametrize("ratio", [0.0, 0.05, 0.5, 1.0])
+def test_split_linear_matches_float64(dtype, n, k, batch, ratio):
+    w, x, b = make(n, k, batch, dtype, bias=batch % 2 == 1)
+    with SplitWeight(w, ratio) as sw:
+        out = poisoned(batch, n, dtype)
+        got = split_linear(x, sw, b, out=out)
+        assert got.data_ptr() == out.data_ptr()
+        assert torch.isfinite(got).all(), "an output element was not written (still NaN)"
+        assert rel_err(got, reference(x, w, b)) < TOL[dtype], sw
+
+
+@pytest.mark.parametrize(("split_g", "split_h"), [(1, 1), (2, 3), (7, 5), (64, 16)])
+def test_forced_k_splits_reduce_correctly_and_leave_counters_zero(split_g, split_h):
+    w, x, b = make(1000, 2056, 24, torch.bfloat16, bias=True)
+    ref = reference(x, w, b)
+    with SplitWeight(w, 0.3) as sw:
+        outs = []
+        for _ in range(3):
+            out = poisoned(24, 1000, torch.bfloat16)
+            outs.append(split_linear(x, sw, b, out=out, split_g=split_g, split_h=split_h, host_ctas=5))
+        torch.cuda.synchronize()
+        for o in outs:
+            assert torch.isfinite(o).all() and rel_err(o, ref) < TOL[torch.bfloat16]
+            assert torch.equal(o, outs[0])  # bitwise: the partials are summed in split order
+        scratch = gemv.default_scratch(torch.cuda.current_device())
+        if scratch.counters is not None:
+            assert int(scratch.counters.abs().sum()) == 0
+
+
+@pytest.mark.parametrize("host_ctas", [1, 3, 16, 200])
+@pytest.mark.parametrize("window", [8192, 32768])
+def test_any_congestion_window_gives_the_same_answer(host_ctas, window):
+    w, x, _ = make(777, 1024, 8, torch.bfloat16)
+    with SplitWeight(w, 0.6) as sw:
+        out = poisoned(8, 777, torch.bfloat16)
+        got = split_linear(x, sw, host_ctas=host_ctas, host_window=window, out=out)
+        assert rel_err(got, reference(x, w)) < TOL[torch.bfloat16]
+
+
+@pytest.mark.parametrize("host_stage", [0, 1])
+@pytest.mark.parametrize("host_window", [8192, 16384, 24576, 32768])
+@pytest.mark.parametrize(("n", "k", "batch"), [(7, 72, 3), (203, 1000, 40)])
+def test_both_host_read_paths(host_stage, host_window, n, k, batch):
+    w, x, b = make(n, k, batch, torch.bfloat16, bias=True)
+    with SplitWeight(w, 1.0) as sw:  # every row on the host
+        got = split_linear(x, sw, b, host_stage=host_stage, host_window=host_window, host_ctas=4,
+                           out=poisoned(batch, n, torch.bfloat16))
+        assert rel_err(got, reference(x, w, b)) < TOL[torch.bfloat16]
+
+
+@pytest.mark.parametrize("ratio", [0.0, 0.013, 0.25, 1.0])
+def test_bitwise_deterministic_at_a_decode_shape(ratio):
+    w, x, _ = make(4096, 4096, 8, torch.bfloat16)
+    with SplitWeight(w, ratio) as sw:
+        first = split_linear(x, sw)
+        for _ in range(4):
+            assert torch.equal(split_linear(x, sw), first)
+        assert rel_err(first, reference(x, w)) < TOL[torch.bfloat16]
+
+
+def test_leading_dims_chunking_and_empty_input():
+    w, _, b = make(96, 256, 1, torch.float16, bias=True)
+    x = torch.randn(3, 50, 256, device="cuda").half()  # 150 rows: three launches of <= 64
+    with SplitWeight(w, 0.5) as sw:
+        got = split_linear(x, sw, b)
+        assert got.shape == (3, 50, 96)
+        assert rel_err(got.reshape(-1, 96), reference(x.reshape(-1, 256), w, b)) < TOL[torch.float16]
+        empty = split_linear(torch.empty(0, 256, device="cuda", dtype=torch.float16), sw)
+        assert empty.shape == (0, 96)
+
+
+def test_argument_errors_on_the_gpu():
+    w, x, b = make(64, 128, 4, torch.bfloat16, bias=True)
+    with SplitWeight(w, 0.5) as sw:
+        with pytest.raises(InvalidArgumentError, match="dtype float16"):
+            split_linear(x.half(), sw)
+        with pytest.raises(InvalidArgumentError, match="contiguous"):
+            split_linear(torch.randn(128, 4, device="cuda").to(torch.bfloat16).T, sw)
+        with pytest.raises(InvalidArgumentError, match="bias must have shape"):
+            split_linear(x, sw, b[:10])
+        with pytest.raises(InvalidArgumentError, match="host_window"):
+            split_linear(x, sw, host_window=1000)
+        with pytest.raises(InvalidArgumentError, match="host_ctas"):
+            split_linear(x, sw, host_ctas=0)
+    with pytest.raises(InvalidArgumentError, match="freed"):
+        split_linear(x, sw)
+
+
+@pytest.mark.parametrize("bias", [False, True])
+@pytest.mark.parametrize("ratio", [0.0, 0.1, 1.0])
+def test_offloaded_linear_equals_nn_linear(bias, ratio):
+    torch.manual_seed(0)
+    lin = nn.Linear(1024, 700, bias=bias).to("cuda", torch.bfloat16)
+    mod = OffloadedLinear.from_linear(lin, ratio)
+    try:
+        x = torch.randn(2, 5, 1024, device="cuda", dtype=torch.bfloat16)
+        ref = reference(x.reshape(-1, 1024), lin.weight, lin.bias).reshape(2, 5, 700)
+        ours, theirs = mod(x), lin(x)
+        assert ours.shape == theirs.shape
+        assert rel_err(ours, ref) <= 2 * rel_err(theirs, ref) + 2e-3
+        assert abs(mod.ratio - ratio) <= 16 / 700
+        assert "ratio=" in repr(mod)
+    finally:
+        mod.free()
+
+
+def test_offloaded_linear_in_a_cuda_graph():
+    torch.manual_seed(1)
+    lin = nn.Linear(2048, 1500).to("cuda", torch.float16)
+    mod = OffloadedLinear.from_linear(lin, 0.25)
+    try:
+        static_x = torch.randn(8, 2048, device="cuda", dtype=torch.float16)
+        side = torch.cuda.Stream()
+        side.wait_stream(torch.cuda.current_stream())
+        with torch.cuda.stream(side):
+            for _ in range(2):
+                mod(static_x)
+        torch.cuda.current_stream().wait_stream(side)
+        graph = torch.cuda.CUDAGraph()
+        with torch.cuda.graph(graph):
+            static_y = mod(static_x)
+        for seed in range(3):
+            static_x.copy_(torch.randn(8, 2048, generator=torch.Generator().manual_seed(seed)).half())
+            graph.replay()
+            torch.cuda.synchronize()
+            assert torch.equal(static_y, mod(static_x))
+            assert rel_err(static_y, reference(static_x, lin.weight, lin.bias)) < TOL[torch.float16]
+    finally:
+        mod.free()
+
+
+def _host_alloc_alive(ptr: int) -> bool:
+    from cuda.bindings import driver
+
+    err, _flags = driver.cuMemHostGetFlags(ptr)
+    return int(err) == 0
+
+
+def test_pinned_free_is_deterministic():
+    buf = PinnedBuffer((1 << 20) + 12)  # an odd size: allocated exactly, no power-of-two rounding
+    ptr = buf.host_ptr
+    t = buf.tensor(torch.uint8)
+    assert t.is_pinned() and t.numel() == (1 << 20) + 12
+    t.fill_(7)
+    dev = t.to("cuda", non_blocking=True)
+    torch.cuda.synchronize()
+    assert int(dev.sum()) == 7 * t.numel()
+    assert _host_alloc_alive(ptr)
+    buf.free()
+    assert buf.freed and not _host_alloc_alive(ptr)
+    buf.free()  # idempotent
+    with pytest.raises(InvalidArgumentError, match="freed"):
+        buf.tensor()
+    with PinnedBuffer(4096) as other:
+        p2 = other.host_ptr
+        assert _host_alloc_alive(p2)
+    assert not _host_alloc_alive(p2)
+
+
+def test_split_weight_parts_and_free():
+    w, _, _ = make(300, 64, 1, torch.bfloat16)
+    sw = SplitWeight(w, 0.5)
+    # 150 rows asked; the HBM part must be a multiple of 16: 144 (156 host rows) is nearest
+    assert (sw.n_hbm, sw.host_rows) == (144, 156) and sw.hbm.is_cuda and sw.host.is_pinned()
+    assert sw.ratio == 156 / 300 and sw.requested_ratio == 0.5
+    assert torch.equal(sw.to_dense(), w)
+    assert torch.equal(sw.host, w[144:].cpu()) and torch.equal(sw.hbm, w[:144])
+    ptr = sw._buffer.host_ptr
+    sw.free()
+    assert sw.freed and not _host_alloc_alive(ptr)
+
+
+def test_host_cuda_view_reads_the_pinned_rows_in_place():
+    w, x, _ = make(256, 512, 4, torch.bfloat16)
+    with SplitWeight(w, 0.5) as sw:
+        try:
+            view = sw.host_cuda_view()
+        except Exception as exc:  # torch may refuse a host pointer as CUDA memory
+            pytest.skip(f"torch refused the aliasing tensor: {exc}")
+        assert view.is_cuda and view.shape == (sw.host_rows, 512)
+        assert torch.equal(view, w[sw.n_hbm:])
+        assert rel_err(F.linear(x, view), reference(x, w[sw.n_hbm:])) < TOL[torch.bfloat16]
+        del view
+
+
+def test_congestion_probe_smoke():
+    result = run_congestion_probe(host_values=(1, 8), windows=(4096, 16384), reps=1, host_mib=16, hbm_mib=256)
+    assert len(result["points"]) == 4
+    for p in result["points"]:
+        assert p["host_gbps"] > 0.5 and p["host_alone_gbps"] > 0.5
+        assert p["hbm_tbps"] > 0.1 and p["hbm_alone_tbps"] > 0.1
+    assert result["choice"]["host_ctas"] in (1, 8)
+    assert result["profile_field"]["split_gemv_window_bytes"] in (8192, 16384)
+    assert choose_window  # the choice above came from it
