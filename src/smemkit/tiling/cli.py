@@ -59,7 +59,7 @@ def register_occupancy(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--regs", type=int, required=True, help="registers per thread")
     p.add_argument("--smem", type=_bytes, default=0,
                    help="static + dynamic shared memory per block (bytes, or 48K)")
-    p.add_argument("--cluster", type=int, help="cluster size P (sm_90): max active clusters (H200 GPC layout)")
+    p.add_argument("--cluster", type=int, help="cluster size P (sm_90): max active clusters")
     p.add_argument("--non-portable", action="store_true", help="allow cluster size up to 16 (sm_90)")
     p.add_argument("--carveout", type=int, help="shared-memory carveout in KB (default: the largest)")
     p.add_argument("--json", action="store_true", help="print the result as JSON")
