@@ -104,6 +104,21 @@ def closed_queue(service: Callable[[int], float], n: int, think: float) -> Queue
     return QueuePoint(n, float(think), n / (think + s[0]), throughput, queue / throughput, 1.0 - p[0], queue)
 
 
+def serial_throughput(service: float, think_per_sm: float) -> float:
+    """Warp instructions per SM cycle when each loop iteration costs the SM its think work
+    (``think_per_sm`` = Z / n: cycles per iteration of the think-only loop, issue contention
+    included) plus the atomic's service S, one after the other.
+
+    Measured on the H200 (benchmarks/results/h200/atomics.json, run 5): the closed queue, which
+    lets think work and service overlap, overestimated think-time throughput by up to 32 % at
+    64 warps; this serial rule came within 6 % there (within 22 % everywhere, worst at 8 warps
+    of returning CAS, where the atomic's latency rather than its service matters).
+    """
+    if service <= 0 or think_per_sm < 0:
+        raise InvalidArgumentError("service must be > 0 and think time >= 0")
+    return 1.0 / (think_per_sm + service)
+
+
 def load_curve(service: Callable[[int], float], n: int, thinks: Iterable[float]) -> list[QueuePoint]:
     """Throughput and response time as the offered load grows (think time shrinks)."""
     return sorted((closed_queue(service, n, z) for z in thinks), key=lambda q: q.offered)

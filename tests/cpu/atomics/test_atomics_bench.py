@@ -32,7 +32,8 @@ def test_dry_run_writes_the_results_layout(bench, tmp_path):
     recs = data["validation"]["records"]
     assert recs and all({"kind", "config", "predicted", "measured", "error"} <= set(r) for r in recs)
     assert {r["kind"] for r in recs} == {"n_off_grid", "pattern_held_out", "think", "cas_fraction"}
-    assert data["validation"]["summary"]["count"] == len(recs)
+    assert data["validation"]["summary"]["count"] == sum(r["atomic_bound"] for r in recs)
+    assert data["validation"]["summary_all"]["count"] == len(recs)
     hist = data["histogram"]["records"]
     want = {(i, k) for i in bench.HIST_INPUTS for k in bench.HIST_KERNELS}
     assert {(r["input"], r["kernel"]) for r in hist} == want

@@ -147,3 +147,12 @@ def test_errors():
     assert error_summary([])["count"] == 0
     with pytest.raises(InvalidArgumentError):
         relative_error(1.0, 0.0)
+
+
+def test_serial_throughput():
+    from smemkit.atomics.model import serial_throughput
+
+    assert serial_throughput(2.0, 5.36) == pytest.approx(1 / 7.36)  # cas.int32.ret, 64 warps, think 4
+    assert serial_throughput(1.0, 0.0) == 1.0
+    with pytest.raises(InvalidArgumentError):
+        serial_throughput(0.0, 1.0)
