@@ -190,7 +190,7 @@ def ncu_command(ncu: str, metrics: list[str], log: Path, driver_out: Path, only:
     return cmd
 
 
-def _child_env() -> dict[str, str]:
+def child_env() -> dict[str, str]:
     import smemkit
 
     env = dict(os.environ)
@@ -202,21 +202,29 @@ def _child_env() -> dict[str, str]:
 
 def run_ncu(ncu: str, only: str | None, timeout: int, workdir: Path) -> dict:
     """Profile the driver once (all metrics; again with the required four if that fails)."""
+    sets = ([m for _, m in METRICS], [m for _, m in METRICS[:REQUIRED_METRICS]])
+    return profile_attempts(ncu, sets, lambda m, log, out: ncu_command(ncu, m, log, out, only),
+                            timeout, workdir)
+
+
+def profile_attempts(ncu: str, metric_sets, make_cmd, timeout: int, workdir: Path) -> dict:
+    """Run ``make_cmd(metrics, log, driver_out)`` under ncu for each metric set in turn until one
+    gives parsable results; every attempt is recorded (also used by tiling_worked_example.py)."""
     info: dict = {"path": ncu, "attempts": []}
     try:
         v = subprocess.run([ncu, "--version"], capture_output=True, text=True, timeout=60)
         info["version"] = (v.stdout.strip().splitlines() or [""])[-1]
     except (OSError, subprocess.SubprocessError) as exc:
         info["version"] = f"unknown ({exc})"
-    for metrics in ([m for _, m in METRICS], [m for _, m in METRICS[:REQUIRED_METRICS]]):
+    for metrics in metric_sets:
         log = workdir / f"ncu_{len(metrics)}.csv"
         driver_out = workdir / f"driver_{len(metrics)}.json"
-        cmd = ncu_command(ncu, metrics, log, driver_out, only)
+        cmd = make_cmd(metrics, log, driver_out)
         attempt: dict = {"command": " ".join(cmd), "metrics": metrics}
         t0 = time.time()
         timed_out = False
         try:
-            proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, env=_child_env())
+            proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, env=child_env())
             attempt["returncode"] = proc.returncode
             stdout, tail = proc.stdout, (proc.stdout + proc.stderr)[-4000:]
         except subprocess.TimeoutExpired as exc:
@@ -229,7 +237,7 @@ def run_ncu(ncu: str, only: str | None, timeout: int, workdir: Path) -> dict:
         attempt["seconds"] = round(time.time() - t0, 1)
         text = log.read_text(errors="replace") if log.exists() else ""
         parsed = parse_ncu_csv(text) or parse_ncu_csv(stdout)  # the report goes to --log-file
-        attempt["kernels_parsed"] = len(parsed)
+        attempt["kernels_parsed"] = sorted(parsed)
         errors = [ln for ln in (text + "\n" + tail).splitlines() if "==ERROR==" in ln or "==WARNING==" in ln]
         attempt["messages"] = errors[:20]
         if not parsed:
@@ -260,7 +268,7 @@ def run_driver_plain(only: str | None, workdir: Path, timeout: int) -> dict | No
     if only:
         cmd += ["--only", only]
     try:
-        proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, env=_child_env())
+        proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, env=child_env())
         tail = (proc.stdout + proc.stderr)[-3000:]
     except subprocess.SubprocessError as exc:
         tail = str(exc)

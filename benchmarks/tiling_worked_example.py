@@ -34,7 +34,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import re
 import shutil
 import subprocess
@@ -53,7 +52,7 @@ except ImportError:  # running from a checkout without an install
 if str(HERE) not in sys.path:
     sys.path.insert(0, str(HERE))
 
-from tiling_validate import find_ncu, host_compiler, parse_ncu_csv  # noqa: E402
+from tiling_validate import find_ncu, host_compiler, profile_attempts  # noqa: E402
 
 from smemkit.errors import ToolNotFoundError  # noqa: E402
 from smemkit.runtime.compiler import CompiledModule, compile_module, dump_sass  # noqa: E402
@@ -478,65 +477,20 @@ def choose_metrics(known: set[str] | None) -> tuple[list[str], list[str]]:
     return chosen, dropped
 
 
-def _child_env() -> dict[str, str]:
-    import smemkit
-
-    env = dict(os.environ)
-    src = str(Path(smemkit.__file__).resolve().parents[1])
-    env["PYTHONPATH"] = src + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
-    env.setdefault("PYTHONUNBUFFERED", "1")
-    return env
-
-
 def run_ncu(ncu: str, spec: Path, workdir: Path, timeout: int) -> dict:
-    info: dict = {"path": ncu, "attempts": []}
-    try:
-        ver = subprocess.run([ncu, "--version"], capture_output=True, text=True, timeout=60)
-        info["version"] = (ver.stdout.strip().splitlines() or [""])[-1]
-    except (OSError, subprocess.SubprocessError) as exc:
-        info["version"] = f"unknown ({exc})"
     chosen, dropped = choose_metrics(supported_metrics(ncu))
-    info["metrics_not_listed_by_ncu"] = dropped
     required = [m for _, m in METRICS[:REQUIRED_METRICS]]
-    for metrics in (chosen, required) if chosen != required else (required,):
-        log, driver_out = workdir / f"ncu_{len(metrics)}.csv", workdir / f"driver_{len(metrics)}.json"
-        cmd = [ncu, "--clock-control", "none", "--target-processes", "all",
-               "--kernel-name", f"regex:^{KERNEL_PREFIX}", "--metrics", ",".join(metrics),
-               "--csv", "--page", "raw", "--print-units", "base", "--log-file", str(log),
-               sys.executable, str(Path(__file__).resolve()), "--driver", "--driver-spec", str(spec),
-               "--driver-out", str(driver_out)]
-        attempt: dict = {"command": " ".join(cmd), "metrics": metrics}
-        t0 = time.time()
-        timed_out = False
-        try:
-            proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, env=_child_env())
-            attempt["returncode"] = proc.returncode
-            stdout, tail = proc.stdout, (proc.stdout + proc.stderr)[-4000:]
-        except subprocess.TimeoutExpired as exc:
-            timed_out = True
-            attempt.update(returncode=None, error=f"timed out after {timeout} s")
-            raw = exc.stdout or ""
-            stdout = raw.decode(errors="replace") if isinstance(raw, bytes) else raw
-            tail = stdout[-4000:]
-        attempt["seconds"] = round(time.time() - t0, 1)
-        text = log.read_text(errors="replace") if log.exists() else ""
-        parsed = parse_ncu_csv(text) or parse_ncu_csv(stdout)
-        attempt["kernels_parsed"] = sorted(parsed)
-        attempt["messages"] = [ln for ln in (text + "\n" + tail).splitlines()
-                               if "==ERROR==" in ln or "==WARNING==" in ln][:20]
-        if not parsed:
-            attempt["output_tail"] = tail[-2000:]
-        info["attempts"].append(attempt)
-        if parsed:
-            try:
-                driver_report = json.loads(driver_out.read_text())
-            except (OSError, json.JSONDecodeError):
-                driver_report = None
-            info.update(command=attempt["command"], metrics=metrics, results=parsed, driver=driver_report)
-            return info
-        if timed_out:
-            break
-    info.update(results={}, error="ncu produced no parsable results (see attempts)")
+
+    def command(metrics: list[str], log: Path, driver_out: Path) -> list[str]:
+        return [ncu, "--clock-control", "none", "--target-processes", "all",
+                "--kernel-name", f"regex:^{KERNEL_PREFIX}", "--metrics", ",".join(metrics),
+                "--csv", "--page", "raw", "--print-units", "base", "--log-file", str(log),
+                sys.executable, str(Path(__file__).resolve()), "--driver", "--driver-spec", str(spec),
+                "--driver-out", str(driver_out)]
+
+    info = profile_attempts(ncu, (chosen, required) if chosen != required else (required,), command,
+                            timeout, workdir)
+    info["metrics_not_listed_by_ncu"] = dropped
     return info
 
 

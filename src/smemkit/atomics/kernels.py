@@ -329,6 +329,27 @@ HIST_PARAMS = ("ptr", "i64", "ptr", "i32", "u32")
 HIST_KERNELS = ("hist_inc", "hist_add", "hist_private", "hist_aggregate")
 
 
+@dataclass
+class _Launch:
+    """One planned sweep launch: kernel, placement and device buffers."""
+
+    kern: object
+    ctas: int
+    wpc: int
+    lay: Layout
+    grid: int
+    timing: object
+    smids: object
+    gate: object
+    sink: object
+
+    def start(self, iters: int, val: int, think: int, do_atomic: bool, cas_per8: int, n_warps: int) -> None:
+        self.gate.zero_()  # the start gate counts arrivals per SM from zero
+        self.kern.launch(self.grid, self.wpc * 32, self.timing, self.smids, self.gate, self.sink, iters,
+                         self.lay.warp_stride, val, 0, think, int(do_atomic), cas_per8, n_warps,
+                         smem=self.lay.smem_bytes)
+
+
 class AtomSweep:
     """Launches one variant's pattern kernels on every SM of the current GPU and reads S(n)."""
 
@@ -379,17 +400,13 @@ class AtomSweep:
             iters = max(64, min(iters, want))
         return self._launch(pattern, n_warps, iters, scope, think, do_atomic, cas_per8, val)
 
-    def _launch(self, pattern: Pattern, n_warps: int, iters: int, scope: str, think: int,
-                do_atomic: bool, cas_per8: int, val: int, max_spread: float = 0.05) -> dict:
+    def _setup(self, pattern: Pattern, n_warps: int, scope: str) -> _Launch:
+        """Plan, buffers and kernel for ``n_warps`` warps per SM; checks that the CTAs fit."""
         import torch
 
         ctas, wpc = cta_plan(n_warps)
         lay = layout(pattern, self.variant.dtype, ctas, wpc, scope)
         grid = self.sm_count * ctas
-        timing = torch.zeros(grid * wpc * 2, dtype=torch.int64, device="cuda")
-        smids = torch.full((grid,), -1, dtype=torch.int32, device="cuda")
-        gate = torch.zeros(self.gate_slots, dtype=torch.int32, device="cuda")
-        sink = torch.empty(grid * wpc * 32, dtype=torch.float64, device="cuda")
         kern = self.kernel(pattern)
         if pattern.name not in self._carveout_set:
             self._prefer_max_smem(pattern)
@@ -399,36 +416,29 @@ class AtomSweep:
             raise InvalidArgumentError(
                 f"{pattern.kernel}: {ctas} CTAs of {wpc * 32} threads and {lay.smem_bytes} B per SM "
                 f"were planned but only {fit} fit at once")
-        kern.launch(grid, wpc * 32, timing, smids, gate, sink, iters, lay.warp_stride, val, 0, think,
-                    int(do_atomic), cas_per8, n_warps, smem=lay.smem_bytes)
+        return _Launch(kern, ctas, wpc, lay, grid,
+                       timing=torch.zeros(grid * wpc * 2, dtype=torch.int64, device="cuda"),
+                       smids=torch.full((grid,), -1, dtype=torch.int32, device="cuda"),
+                       gate=torch.zeros(self.gate_slots, dtype=torch.int32, device="cuda"),
+                       sink=torch.empty(grid * wpc * 32, dtype=torch.float64, device="cuda"))
+
+    def _launch(self, pattern: Pattern, n_warps: int, iters: int, scope: str, think: int,
+                do_atomic: bool, cas_per8: int, val: int, max_spread: float = 0.05) -> dict:
+        import torch
+
+        p = self._setup(pattern, n_warps, scope)
+        p.start(iters, val, think, do_atomic, cas_per8, n_warps)
         torch.cuda.synchronize()
-        rows = per_sm_throughput(timing.cpu().numpy(), smids.cpu().numpy(), wpc, iters)
+        rows = per_sm_throughput(p.timing.cpu().numpy(), p.smids.cpu().numpy(), p.wpc, iters)
         summary = summarize_sms(rows, n_warps, max_spread)
-        return {"ctas_per_sm": ctas, "warps_per_cta": wpc, "layout": lay.kind,
-                "warp_stride": lay.warp_stride, "smem_bytes": lay.smem_bytes, "iters": iters, **summary}
+        return {"ctas_per_sm": p.ctas, "warps_per_cta": p.wpc, "layout": p.lay.kind,
+                "warp_stride": p.lay.warp_stride, "smem_bytes": p.lay.smem_bytes, "iters": iters,
+                **summary}
 
     def launcher(self, pattern: Pattern, n_warps: int, *, iters: int = 2048, scope: str = "private"):
         """A no-argument callable launching the same configuration (for CUDA-event timing)."""
-        import torch
-
-        ctas, wpc = cta_plan(n_warps)
-        lay = layout(pattern, self.variant.dtype, ctas, wpc, scope)
-        grid = self.sm_count * ctas
-        timing = torch.zeros(grid * wpc * 2, dtype=torch.int64, device="cuda")
-        smids = torch.zeros(grid, dtype=torch.int32, device="cuda")
-        gate = torch.zeros(self.gate_slots, dtype=torch.int32, device="cuda")
-        sink = torch.empty(grid * wpc * 32, dtype=torch.float64, device="cuda")
-        kern = self.kernel(pattern)
-        if pattern.name not in self._carveout_set:
-            self._prefer_max_smem(pattern)
-            self._carveout_set.add(pattern.name)
-
-        def launch() -> None:
-            gate.zero_()
-            kern.launch(grid, wpc * 32, timing, smids, gate, sink, iters, lay.warp_stride, 1, 0, 0, 1, 0,
-                        n_warps, smem=lay.smem_bytes)
-
-        return launch
+        p = self._setup(pattern, n_warps, scope)
+        return lambda: p.start(iters, 1, 0, True, 0, n_warps)
 
 
 class Histogram:
