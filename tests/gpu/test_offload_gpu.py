@@ -96,44 +96,6 @@ def test_both_host_read_paths(host_stage, host_window, n, k, batch):
         assert rel_err(got, reference(x, w, b)) < TOL[torch.bfloat16]
 
 
-@pytest.mark.parametrize("host_load", [1, 3])
-@pytest.mark.parametrize(("n", "k", "batch"), [(7, 72, 3), (203, 1000, 40)])
-def test_register_host_read_experiments(host_load, n, k, batch):
-    w, x, b = make(n, k, batch, torch.bfloat16, bias=True)
-    with SplitWeight(w, 0.5) as sw:
-        got = split_linear(x, sw, b, host_load=host_load, host_window=16384, host_ctas=3,
-                           out=poisoned(batch, n, torch.bfloat16))
-        assert rel_err(got, reference(x, w, b)) < TOL[torch.bfloat16]
-
-
-@pytest.mark.parametrize("hbm_depth", [1, 2, 3, 5])
-@pytest.mark.parametrize("ctas_per_sm", [None, 1])
-@pytest.mark.parametrize(("n", "k", "batch"), [(300, 4096, 1), (1000, 1032, 17), (999, 2056, 64)])
-def test_pipeline_depths_and_ctas_per_sm(hbm_depth, ctas_per_sm, n, k, batch):
-    w, x, b = make(n, k, batch, torch.bfloat16, bias=True)
-    nt = gemv.batch_tiles(batch)
-    if hbm_depth > gemv.max_hbm_depth(nt):
-        pytest.skip("ring does not fit shared memory at this batch")
-    with SplitWeight(w, 0.25) as sw:
-        got = split_linear(x, sw, b, hbm_depth=hbm_depth, ctas_per_sm=ctas_per_sm,
-                           out=poisoned(batch, n, torch.bfloat16))
-        assert torch.isfinite(got).all()
-        assert rel_err(got, reference(x, w, b)) < TOL[torch.bfloat16]
-
-
-@pytest.mark.parametrize(("n", "batch"), [(999, 64), (1000, 64), (999, 5)])
-def test_split_k_reduction_scalar_and_vector_paths(n, batch):
-    """N % 4 != 0 takes the scalar reduction, N % 4 == 0 the float4 one; both sum in split order."""
-    w, x, b = make(n, 3000, batch, torch.bfloat16, bias=True)
-    ref = reference(x, w, b)
-    with SplitWeight(w, 0.4) as sw:
-        outs = [split_linear(x, sw, b, split_g=6, split_h=5, host_ctas=4,
-                             out=poisoned(batch, n, torch.bfloat16)) for _ in range(3)]
-        torch.cuda.synchronize()
-        for o in outs:
-            assert rel_err(o, ref) < TOL[torch.bfloat16] and torch.equal(o, outs[0])
-
-
 @pytest.mark.parametrize("ratio", [0.0, 0.013, 0.25, 1.0])
 def test_bitwise_deterministic_at_a_decode_shape(ratio):
     w, x, _ = make(4096, 4096, 8, torch.bfloat16)
@@ -168,10 +130,6 @@ def test_argument_errors_on_the_gpu():
             split_linear(x, sw, host_window=1000)
         with pytest.raises(InvalidArgumentError, match="host_ctas"):
             split_linear(x, sw, host_ctas=0)
-        with pytest.raises(InvalidArgumentError, match="hbm_depth"):
-            split_linear(x, sw, hbm_depth=gemv.HBM_DEPTH_MAX + 1)
-        with pytest.raises(InvalidArgumentError, match="ctas_per_sm"):
-            split_linear(x, sw, ctas_per_sm=0)
     with pytest.raises(InvalidArgumentError, match="freed"):
         split_linear(x, sw)
 

@@ -39,38 +39,26 @@ SOURCE = "offload/split_gemv.cu"
 THREADS = 256
 WARPS = 8
 TILE_M = 16
-TILE_K = 64  # k per pipeline stage (128 bytes of a bf16/fp16 row)
-ROW_BYTES = TILE_K * 2
-HOST_ROWS = 64  # rows per host unit (and per host stage)
+TILE_K = 32
+BLOCK_ROWS = WARPS * TILE_M
 HOST_STEPS_MAX = 4
-HBM_DEPTH_MAX = 7
-HOST_WINDOW_UNIT = HOST_ROWS * ROW_BYTES  # one host stage: 8 KB = 256 threads x 2 x 16 B
+HOST_WINDOW_UNIT = THREADS * 2 * 16  # bytes in flight per CTA per host k-step: 2 rows x 16 B per thread
 BATCH_TILES = (1, 2, 4, 8)
 MAX_BATCH = 8 * BATCH_TILES[-1]
-HBM_MT = {1: 1, 2: 1, 4: 1, 8: 2}  # 16-row tiles per warp on the HBM path
-HBM_ROWS = {nt: WARPS * TILE_M * mt for nt, mt in HBM_MT.items()}  # rows per HBM unit
+HBM_STEPS = {1: 4, 2: 4, 4: 2, 8: 4}
 MIN_CTAS_PER_SM = {1: 2, 2: 2, 4: 2, 8: 1}
-# Default HBM pipeline depth (stages in flight per CTA): 3 x 16 KB = 48 KB per CTA at nt <= 4
-# (2-3 CTAs per SM: 96-144 KB per SM), 3 x 32 KB = 96 KB at nt = 8 (1 CTA per SM). Little's law:
-# 4.3 TB/s x ~1-2 us loaded latency = 4-9 MB in flight = 33-65 KB per SM.
-HBM_DEPTH = {1: 3, 2: 3, 4: 3, 8: 3}
-# Static shared memory of split_gemv_nt{nt} (the host-role k-half reduction + the last-CTA flag).
-STATIC_SMEM = {nt: WARPS * nt * 4 * 32 * 4 + 16 for nt in BATCH_TILES}
-SMEM_PER_BLOCK_OPTIN = 232448  # H100/H200: 227 KB per CTA (static + dynamic)
 DTYPE_CODE = {torch.bfloat16: 0, torch.float16: 1}
 DTYPE_NAME = {torch.bfloat16: "bf16", torch.float16: "fp16"}
 KERNEL_PARAMS = ("ptr", "ptr", "ptr", "ptr", "ptr", "ptr", "ptr",
-                 "i32", "i32", "i32", "i32", "i32", "i32", "i32", "i32", "i32", "i32", "i32")
-# The launch planner's time model (a heuristic; the H200 sweep checks it, and split_g / split_h
-# override it). Rates in bytes per microsecond.
+                 "i32", "i32", "i32", "i32", "i32", "i32", "i32", "i32", "i32", "i32")
+# The launch planner's time model (a heuristic; the H200 run should check it, and split_g /
+# split_h override it). Rates in bytes per microsecond.
 HBM_BYTES_PER_US = 4.2e6  # ~4.2 TB/s device-copy rate
 HOST_BYTES_PER_US = 52e3  # ~52 GB/s SM loads of pinned memory (SPEC, smemkit probe)
-HBM_LATENCY_US = 1.5  # loaded HBM latency: a CTA with F bytes in flight streams at most F / latency
-HOST_LATENCY_US = 2.5  # probe: 8 CTAs x 16 KB in flight -> 51 GB/s, i.e. 6.4 GB/s per CTA
-UNIT_OVERHEAD_US = 0.5  # per unit: the epilogue (the pipeline runs on across units: no drain)
+HBM_LATENCY_US = 1.25  # loaded HBM latency: a CTA with F bytes in flight streams at most F / latency
+HOST_LATENCY_US = 2.0
+UNIT_OVERHEAD_US = 2.0  # per unit: the pipeline drains, partials are stored, the counter is bumped
 PARTIAL_COST = 0.5  # fp32 partials move through L2 (written, then read once): half an HBM byte each
-REDUCE_BYTES_PER_US = 50e3  # the last CTA of a tile reads its partials (float4, 64 KB in flight) at ~50 GB/s
-MMA_MACS_PER_US_PER_SM = 1.0e6  # mma.sync m16n8k16 incl. LDS issue, ~1/4 of the dense bf16 peak, per SM
 
 
 def kernel_name(nt: int) -> str:
@@ -106,8 +94,7 @@ def window_to_host_steps(window_bytes: float) -> int:
 
 @dataclass(frozen=True)
 class LaunchPlan:
-    """One launch of ``split_gemv_nt{nt}``: grid, roles, k-splits (in 64-k chunks), pipeline depths,
-    dynamic shared memory and workspace."""
+    """One launch of ``split_gemv_nt{nt}``: grid, roles, k-splits and workspace."""
 
     nt: int
     grid: int
@@ -123,46 +110,23 @@ class LaunchPlan:
     ws_floats: int
     n_counters: int
     slots: int
-    hbm_depth: int = HBM_DEPTH[1]
-    smem: int = 0
 
     def kernel_args(self) -> tuple[int, ...]:
         """The trailing scalars after N, K, B, n_hbm (in the kernel's order)."""
-        return (self.host_ctas, self.host_steps, self.split_g, self.steps_g, self.split_h, self.steps_h,
-                self.hbm_depth)
+        return (self.host_ctas, self.host_steps, self.split_g, self.steps_g, self.split_h, self.steps_h)
 
     def as_dict(self) -> dict:
         return dict(self.__dict__)
 
 
-def smem_bytes(nt: int, *, hbm: bool, host: bool, hbm_depth: int, host_steps: int) -> int:
-    """Dynamic shared memory of one launch: the larger ring of the roles present; a ring holds
-    depth + 1 stages of (rows per unit + 8 nt x rows) x 128 bytes."""
-    need = 0
-    if hbm:
-        need = max(need, (hbm_depth + 1) * (HBM_ROWS[nt] + 8 * nt) * ROW_BYTES)
-    if host:
-        need = max(need, (host_steps + 1) * (HOST_ROWS + 8 * nt) * ROW_BYTES)
-    return need
-
-
-def max_hbm_depth(nt: int, smem_limit: int = SMEM_PER_BLOCK_OPTIN) -> int:
-    """The deepest HBM pipeline whose ring fits one CTA's shared memory."""
-    for d in range(HBM_DEPTH_MAX, 0, -1):
-        if smem_bytes(nt, hbm=True, host=False, hbm_depth=d, host_steps=1) + STATIC_SMEM[nt] <= smem_limit:
-            return d
-    return 1
-
-
 def tier_time_us(blocks: int, split: int, ctas: int, block_bytes: float, bytes_per_us: float,
-                 cta_bytes_per_us: float, partial_bytes: float, reduce_bytes: float = 0.0) -> float:
+                 cta_bytes_per_us: float, partial_bytes: float) -> float:
     """Modelled time of one tier: ``blocks`` row units of ``block_bytes`` each, k-split ``split``,
     dealt to at most ``ctas`` CTAs (balanced: every CTA gets ``waves`` or ``waves - 1`` units).
 
-    A CTA streams at min(tier rate / active CTAs, its own cap = min(bytes in flight / latency,
-    its share of the SM's mma rate)) and pays UNIT_OVERHEAD_US per unit; a split > 1 adds its fp32
-    partials (``partial_bytes`` per split, written and read) at PARTIAL_COST of the HBM rate, and
-    the last CTA of a row block then reads ``split x reduce_bytes`` alone (the reduction tail).
+    A CTA streams at min(tier rate / active CTAs, its own cap = bytes in flight / latency) and pays
+    UNIT_OVERHEAD_US per unit; a split > 1 adds its fp32 partials (``partial_bytes`` per split,
+    written and read) at PARTIAL_COST of the tier rate.
     """
     units = blocks * split
     waves = -(-units // ctas)
@@ -171,19 +135,17 @@ def tier_time_us(blocks: int, split: int, ctas: int, block_bytes: float, bytes_p
     t = waves * (block_bytes / split / rate + UNIT_OVERHEAD_US)
     if split > 1:
         t += PARTIAL_COST * split * partial_bytes / HBM_BYTES_PER_US
-        t += split * reduce_bytes / REDUCE_BYTES_PER_US
     return t
 
 
 def choose_split(blocks: int, ctas: int, max_split: int, block_bytes: float, bytes_per_us: float,
-                 cta_bytes_per_us: float, partial_bytes: float, reduce_bytes: float = 0.0) -> int:
+                 cta_bytes_per_us: float, partial_bytes: float) -> int:
     """The k-split (1..max_split) with the least :func:`tier_time_us`; ties go to the smaller split."""
     if blocks <= 0 or ctas <= 0:
         return 1
     best_s, best_t = 1, math.inf
     for s in range(1, max(1, max_split) + 1):
-        t = tier_time_us(blocks, s, ctas, block_bytes, bytes_per_us, cta_bytes_per_us, partial_bytes,
-                         reduce_bytes)
+        t = tier_time_us(blocks, s, ctas, block_bytes, bytes_per_us, cta_bytes_per_us, partial_bytes)
         if t < best_t * (1 - 1e-9):
             best_s, best_t = s, t
     return best_s
@@ -195,25 +157,18 @@ def _balanced(units: int, ctas: int) -> int:
     return -(-units // waves)
 
 
-def mma_bytes_per_us(nt: int, ctas_per_sm: int) -> float:
-    """Weight bytes per microsecond one CTA's mma.sync work can consume (8 nt MACs per element)."""
-    return 2.0 * MMA_MACS_PER_US_PER_SM / (8 * nt) / max(1, ctas_per_sm)
-
-
 @lru_cache(maxsize=4096)
 def plan_launch(n_rows: int, k: int, batch: int, n_hbm: int, *, slots: int, host_ctas: int,
                 host_steps: int, split_g: int | None = None, split_h: int | None = None,
-                hbm_depth: int | None = None, hbm_bytes_per_us: float = HBM_BYTES_PER_US,
-                host_bytes_per_us: float = HOST_BYTES_PER_US, smem_limit: int = SMEM_PER_BLOCK_OPTIN,
+                hbm_bytes_per_us: float = HBM_BYTES_PER_US, host_bytes_per_us: float = HOST_BYTES_PER_US,
                 ) -> LaunchPlan:
     """Plan one launch for an (n_rows x k) weight with ``n_hbm`` rows in HBM and ``batch`` input rows.
 
-    ``slots`` is how many CTAs the GPU holds at once (SMs x CTAs per SM, at this launch's shared
-    memory). Host CTAs take units of 64 rows x one k-split; HBM CTAs units of HBM_ROWS[nt] rows x one
-    k-split (k-splits count 64-k chunks). Each tier's k-split minimises :func:`tier_time_us`, then
-    the tier gets the fewest CTAs that keep its waves (so every CTA has the same number of units,
-    +-1). ``split_g`` / ``split_h`` override the k-splits (then normalised so that no split is
-    empty); ``hbm_depth`` the HBM pipeline depth (default HBM_DEPTH[nt]).
+    ``slots`` is how many CTAs the GPU holds at once (SMs x CTAs per SM). Host CTAs take units of
+    one 16-row tile x one k-split; HBM CTAs units of 128 rows x one k-split. Each tier's k-split
+    minimises :func:`tier_time_us`, then the tier gets the fewest CTAs that keep its waves (so every
+    CTA has the same number of units, +-1). ``split_g`` / ``split_h`` override the k-splits (then
+    normalised so that no split is empty).
     """
     for label, value in (("n_rows", n_rows), ("k", k), ("slots", slots), ("host_ctas", host_ctas),
                          ("host_steps", host_steps)):
@@ -226,33 +181,22 @@ def plan_launch(n_rows: int, k: int, batch: int, n_hbm: int, *, slots: int, host
     if host_steps > HOST_STEPS_MAX:
         raise InvalidArgumentError(f"host_steps = {host_steps} exceeds the kernel's {HOST_STEPS_MAX}")
     nt = batch_tiles(batch)
-    depth = HBM_DEPTH[nt] if hbm_depth is None else hbm_depth
-    if isinstance(depth, bool) or not isinstance(depth, int) or not 1 <= depth <= HBM_DEPTH_MAX:
-        raise InvalidArgumentError(f"hbm_depth must be an integer in 1..{HBM_DEPTH_MAX}, got {depth!r}")
     ksteps = -(-k // TILE_K)
     n_host = n_rows - n_hbm
-    rows_g = HBM_ROWS[nt]
-    tiles_h = -(-n_host // HOST_ROWS)
-    blocks_g = -(-n_hbm // rows_g)
-    smem = smem_bytes(nt, hbm=blocks_g > 0, host=tiles_h > 0, hbm_depth=depth, host_steps=host_steps)
-    if smem + STATIC_SMEM[nt] > smem_limit:
-        raise InvalidArgumentError(
-            f"hbm_depth = {depth} / host_steps = {host_steps} need {smem + STATIC_SMEM[nt]} B of shared "
-            f"memory per CTA at batch {batch}; at most {smem_limit} "
-            f"(hbm_depth <= {max_hbm_depth(nt, smem_limit)})")
-    per_sm = MIN_CTAS_PER_SM[nt]
-    mma_cap = mma_bytes_per_us(nt, per_sm)
+    tiles_h = -(-n_host // TILE_M)
+    tiles_g = -(-n_hbm // TILE_M)
+    blocks_g = -(-tiles_g // WARPS)
 
     h, sh, units_h = 0, 1, 0
     if tiles_h:
         h_max = min(host_ctas, slots - 1 if blocks_g else slots)
         if h_max < 1:
             raise InvalidArgumentError(f"no CTA slot is left for the host rows (slots = {slots})")
-        cap = max(1, ksteps // (2 * host_steps))
+        cap = max(1, ksteps // (WARPS * host_steps))
         window = host_steps * HOST_WINDOW_UNIT
         sh = split_h if split_h is not None else choose_split(
-            tiles_h, h_max, cap, HOST_ROWS * k * 2, host_bytes_per_us,
-            min(window / HOST_LATENCY_US, mma_cap), 8.0 * batch * n_host, 4.0 * batch * HOST_ROWS)
+            tiles_h, h_max, cap, TILE_M * k * 2, host_bytes_per_us, window / HOST_LATENCY_US,
+            8.0 * batch * n_host)
         sh = max(1, min(sh, ksteps))
         sh = -(-ksteps // -(-ksteps // sh))  # no empty split
         units_h = tiles_h * sh
@@ -260,11 +204,11 @@ def plan_launch(n_rows: int, k: int, batch: int, n_hbm: int, *, slots: int, host
     g, sg, units_g = 0, 1, 0
     if blocks_g:
         g_max = slots - h
-        cap = max(1, ksteps // (2 * depth))
-        in_flight = depth * rows_g * ROW_BYTES
+        cap = max(1, ksteps // (2 * HBM_STEPS[nt]))
+        in_flight = THREADS * 2 * HBM_STEPS[nt] * 16
         sg = split_g if split_g is not None else choose_split(
-            blocks_g, g_max, cap, rows_g * k * 2, hbm_bytes_per_us,
-            min(in_flight / HBM_LATENCY_US, mma_cap), 8.0 * batch * n_hbm, 4.0 * batch * rows_g)
+            blocks_g, g_max, cap, BLOCK_ROWS * k * 2, hbm_bytes_per_us, in_flight / HBM_LATENCY_US,
+            8.0 * batch * n_hbm)
         sg = max(1, min(sg, ksteps))
         sg = -(-ksteps // -(-ksteps // sg))
         units_g = blocks_g * sg
@@ -275,34 +219,38 @@ def plan_launch(n_rows: int, k: int, batch: int, n_hbm: int, *, slots: int, host
     return LaunchPlan(
         nt=nt, grid=h + g, host_ctas=h, hbm_ctas=g, host_steps=host_steps, split_g=sg, steps_g=steps_g,
         split_h=sh, steps_h=steps_h, units_g=units_g, units_h=units_h,
-        ws_floats=widest * batch * n_rows, n_counters=(blocks_g + tiles_h) if widest else 0, slots=slots,
-        hbm_depth=depth, smem=smem)
+        ws_floats=widest * batch * n_rows, n_counters=(blocks_g + tiles_h) if widest else 0, slots=slots)
 
 
 def unit_coverage(plan: LaunchPlan, n_rows: int, k: int, n_hbm: int) -> dict[tuple[str, int, int], int]:
-    """How many times each (tier, 16-row tile, 64-k chunk) is computed under ``plan``, by walking the
-    kernel's unit loops in Python (the CPU tests require exactly once for every pair). A host unit's
-    two k-halves (warps w and w + 4) are counted as one visit of the chunk."""
+    """How many times each (tier, 16-row tile, k-step) is computed under ``plan``, by walking the
+    kernel's unit loops in Python (the CPU tests require exactly once for every pair)."""
     ksteps = -(-k // TILE_K)
     seen: dict[tuple[str, int, int], int] = {}
     n_host = n_rows - n_hbm
-    rows_g = HBM_ROWS[plan.nt]
-    for tier, ctas, units, split, steps, rows, valid in (
-            ("host", plan.host_ctas, plan.units_h, plan.split_h, plan.steps_h, HOST_ROWS, n_host),
-            ("hbm", plan.hbm_ctas, plan.units_g, plan.split_g, plan.steps_g, rows_g, n_hbm)):
-        for cta in range(ctas):
-            nu = len(range(cta, units, ctas))
-            for q in range(nu * steps):  # the CTA's stage sequence, as the kernel walks it
-                j, c = divmod(q, steps)
-                rb, s = divmod(cta + j * ctas, split)
-                kc = s * steps + c
-                if kc >= ksteps:
+    for cta in range(plan.host_ctas):
+        for unit in range(cta, plan.units_h, plan.host_ctas):
+            mt, s = divmod(unit, plan.split_h)
+            st0, st1 = s * plan.steps_h, min(ksteps, (s + 1) * plan.steps_h)
+            if mt * TILE_M >= n_host:
+                continue
+            for warp in range(WARPS):
+                for st in range(st0 + warp * plan.host_steps, st1, WARPS * plan.host_steps):
+                    for u in range(plan.host_steps):
+                        if st + u < st1:
+                            key = ("host", mt, st + u)
+                            seen[key] = seen.get(key, 0) + 1
+    for cta in range(plan.hbm_ctas):
+        for unit in range(cta, plan.units_g, plan.hbm_ctas):
+            rb, s = divmod(unit, plan.split_g)
+            st0, st1 = s * plan.steps_g, min(ksteps, (s + 1) * plan.steps_g)
+            for warp in range(WARPS):
+                m0 = rb * BLOCK_ROWS + warp * TILE_M
+                if m0 >= n_hbm:
                     continue
-                for tile in range(rows // TILE_M):
-                    m0 = rb * rows + tile * TILE_M
-                    if m0 < valid:
-                        key = (tier, m0 // TILE_M, kc)
-                        seen[key] = seen.get(key, 0) + 1
+                for st in range(st0, st1):
+                    key = ("hbm", m0 // TILE_M, st)
+                    seen[key] = seen.get(key, 0) + 1
     return seen
 
 
@@ -314,17 +262,14 @@ def source() -> str:
 
 
 def defines(dtype: torch.dtype, host_load: int = 0, host_stage: int = 1) -> dict[str, int]:
-    """Compile-time choices of split_gemv.cu (see its header): dtype, host load instruction
-    (0 cp.async.cg into the stage ring; 1..3 through registers), and whether host stages are
-    pipelined (1) or loaded and multiplied in batches (0)."""
+    """Compile-time choices of split_gemv.cu (see its header): dtype, host load instruction, and
+    whether host warps stage whole row segments through shared memory (1) or load fragments (0)."""
     if dtype not in DTYPE_CODE:
         raise InvalidArgumentError(f"split kernel dtype must be bfloat16 or float16, got {dtype}")
-    if host_load not in (0, 1, 2, 3):
-        raise InvalidArgumentError("host_load must be 0 (cp.async.cg), 1 (ld.global.nc), 2 (ld.global) or "
-                                   "3 (ld.global.cs)")
+    if host_load not in (0, 1, 2):
+        raise InvalidArgumentError("host_load must be 0 (ld.global.cs), 1 (ld.global.nc) or 2 (ld.global)")
     if host_stage not in (0, 1):
-        raise InvalidArgumentError("host_stage must be 1 (pipelined host stages) or 0 (batch: load, wait, "
-                                   "multiply)")
+        raise InvalidArgumentError("host_stage must be 1 (coalesced rows via shared memory) or 0 (fragments)")
     return {"GEMV_DTYPE": DTYPE_CODE[dtype], "HOST_LOAD": host_load, "HOST_STAGE": host_stage}
 
 
@@ -340,8 +285,8 @@ def compile_variant(dtype: torch.dtype, arch: str = DEFAULT_ARCH, host_load: int
 
 
 def shipped_variants() -> list[tuple[torch.dtype, int, int]]:
-    """(dtype, HOST_LOAD, HOST_STAGE) the library launches by default: both dtypes, cp.async host
-    reads, pipelined host stages."""
+    """(dtype, HOST_LOAD, HOST_STAGE) the library launches by default: both dtypes, ld.global.cs,
+    staged host rows."""
     return [(torch.bfloat16, 0, 1), (torch.float16, 0, 1)]
 
 
@@ -372,39 +317,10 @@ def _kernel(dtype: torch.dtype, nt: int, host_load: int = 0, host_stage: int = 1
 
 
 @cache
-def _slots(dtype: torch.dtype, nt: int, device_index: int, host_load: int = 0, host_stage: int = 1,
-           smem: int = 0) -> int:
-    """CTAs of the nt kernel the GPU holds at once with ``smem`` bytes of dynamic shared memory
-    (driver occupancy x SMs)."""
+def _slots(dtype: torch.dtype, nt: int, device_index: int, host_load: int = 0, host_stage: int = 1) -> int:
+    """CTAs of the nt kernel the GPU holds at once (driver occupancy x SMs)."""
     with torch.cuda.device(device_index):
-        return _kernel(dtype, nt, host_load, host_stage).max_active_ctas(THREADS, smem)
-
-
-def plan_for(n: int, k: int, batch: int, n_hbm: int, dtype: torch.dtype, device_index: int, *,
-             host_ctas: int, host_steps: int, host_load: int = 0, host_stage: int = 1,
-             split_g: int | None = None, split_h: int | None = None, hbm_depth: int | None = None,
-             ctas_per_sm: int | None = None) -> LaunchPlan:
-    """:func:`plan_launch` with the slots the GPU gives this launch's shared memory (at most
-    ``ctas_per_sm`` CTAs per SM when given)."""
-    from smemkit.runtime.device import gpu_info
-
-    nt = batch_tiles(batch)
-    depth = HBM_DEPTH[nt] if hbm_depth is None else hbm_depth
-    smem = smem_bytes(nt, hbm=n_hbm > 0, host=n_hbm < n, hbm_depth=depth, host_steps=host_steps)
-    info = gpu_info(device_index)
-    limit = min(SMEM_PER_BLOCK_OPTIN, int(info.smem_per_block_optin))
-    if smem + STATIC_SMEM[nt] > limit:  # let plan_launch word the error
-        return plan_launch(n, k, batch, n_hbm, slots=1, host_ctas=host_ctas, host_steps=host_steps,
-                           hbm_depth=depth, smem_limit=limit)
-    slots = _slots(dtype, nt, device_index, host_load, host_stage, smem)
-    if ctas_per_sm is not None:
-        if isinstance(ctas_per_sm, bool) or not isinstance(ctas_per_sm, int) or ctas_per_sm < 1:
-            raise InvalidArgumentError(f"ctas_per_sm must be a positive integer, got {ctas_per_sm!r}")
-        slots = min(slots, ctas_per_sm * info.sm_count)
-    if slots < 1:
-        raise InvalidArgumentError(f"split_gemv_nt{nt} does not fit an SM with {smem} B of shared memory")
-    return plan_launch(n, k, batch, n_hbm, slots=slots, host_ctas=host_ctas, host_steps=host_steps,
-                       split_g=split_g, split_h=split_h, hbm_depth=depth, smem_limit=limit)
+        return _kernel(dtype, nt, host_load, host_stage).max_active_ctas(THREADS, 0)
 
 
 def prepare(dtype: torch.dtype, device_index: int, max_batch: int = MAX_BATCH, host_load: int = 0,
@@ -415,6 +331,7 @@ def prepare(dtype: torch.dtype, device_index: int, max_batch: int = MAX_BATCH, h
             if nt <= batch_tiles(min(max_batch, MAX_BATCH)):
                 kern = _kernel(dtype, nt, host_load, host_stage)
                 kern.module._load(kern.name, device_index)
+                _slots(dtype, nt, device_index, host_load, host_stage)
 
 
 class SplitScratch:
@@ -504,18 +421,15 @@ def split_linear(x: torch.Tensor, weight: SplitWeight, bias: torch.Tensor | None
                  host_ctas: int | None = None, host_window: int | None = None,
                  out: torch.Tensor | None = None, scratch: SplitScratch | None = None,
                  split_g: int | None = None, split_h: int | None = None, host_load: int = 0,
-                 host_stage: int = 1, hbm_depth: int | None = None,
-                 ctas_per_sm: int | None = None) -> torch.Tensor:
+                 host_stage: int = 1) -> torch.Tensor:
     """``x @ W.T (+ bias)`` with ``W`` split between HBM and pinned host memory, in one kernel.
 
     ``x``: (..., K) bf16/fp16 CUDA tensor (the weight's dtype), contiguous; ``bias``: (N,) or None.
     ``host_ctas``: CTAs reading host rows (default: the device profile's congestion choice, else
     8); ``host_window``: bytes of host reads in flight per such CTA (8192, 16384, 24576 or
     32768; default likewise, else 16384). ``out``: an output tensor to write (shape (..., N)).
-    ``split_g``/``split_h`` force the k-splits; ``hbm_depth`` the HBM pipeline depth (stages of
-    HBM_ROWS x 64 k in flight per CTA); ``ctas_per_sm`` caps the CTAs per SM; ``host_load`` /
-    ``host_stage`` pick the host read variant of split_gemv.cu (experiments). Returns (..., N) in
-    x's dtype.
+    ``split_g``/``split_h`` force the k-splits; ``host_load`` / ``host_stage`` pick the host read
+    variant of split_gemv.cu (experiments). Returns (..., N) in x's dtype.
     """
     m, n, k = check_split_args(x, weight, bias, out)
     from smemkit.runtime.device import require_gpu
@@ -535,39 +449,36 @@ def split_linear(x: torch.Tensor, weight: SplitWeight, bias: torch.Tensor | None
     for start in range(0, m, MAX_BATCH):
         stop = min(m, start + MAX_BATCH)
         _launch(x2[start:stop], y2[start:stop], weight, bias, hc, hs, scratch, split_g, split_h, host_load,
-                host_stage, hbm_depth, ctas_per_sm)
+                host_stage)
     return y
 
 
 def _launch(x: torch.Tensor, y: torch.Tensor, w: SplitWeight, bias: torch.Tensor | None, host_ctas: int,
             host_steps: int, scratch: SplitScratch, split_g: int | None, split_h: int | None,
-            host_load: int, host_stage: int, hbm_depth: int | None = None,
-            ctas_per_sm: int | None = None) -> LaunchPlan:
+            host_load: int, host_stage: int) -> LaunchPlan:
     b, k = x.shape
     n = w.shape[0]
+    nt = batch_tiles(b)
     device_index = w.device.index
-    plan = plan_for(n, k, b, w.n_hbm, w.dtype, device_index, host_ctas=host_ctas, host_steps=host_steps,
-                    host_load=host_load, host_stage=host_stage, split_g=split_g, split_h=split_h,
-                    hbm_depth=hbm_depth, ctas_per_sm=ctas_per_sm)
+    slots = _slots(w.dtype, nt, device_index, host_load, host_stage)
+    plan = plan_launch(n, k, b, w.n_hbm, slots=slots, host_ctas=host_ctas, host_steps=host_steps,
+                       split_g=split_g, split_h=split_h)
     ws, counters = scratch.reserve(plan.ws_floats, plan.n_counters)
-    kern = _kernel(w.dtype, plan.nt, host_load, host_stage)
+    kern = _kernel(w.dtype, nt, host_load, host_stage)
     kern.launch(plan.grid, THREADS, _ptr(w.hbm), w.host_ptr if w.host_rows else 0, _ptr(x), _ptr(bias),
-                _ptr(y), _ptr(ws), _ptr(counters), n, k, b, w.n_hbm, *plan.kernel_args(), smem=plan.smem,
-                device=device_index)
+                _ptr(y), _ptr(ws), _ptr(counters), n, k, b, w.n_hbm, *plan.kernel_args(), device=device_index)
     return plan
 
 
 def launch_plan_for(x_rows: int, weight: SplitWeight, *, host_ctas: int | None = None,
-                    host_window: int | None = None, host_load: int = 0, host_stage: int = 1,
-                    split_g: int | None = None, split_h: int | None = None, hbm_depth: int | None = None,
-                    ctas_per_sm: int | None = None) -> LaunchPlan:
+                    host_window: int | None = None, host_load: int = 0, host_stage: int = 1) -> LaunchPlan:
     """The plan ``split_linear`` would use for an input of ``x_rows`` (<= 64) rows (GPU needed for
     the occupancy figure)."""
     hc, hs = _host_config(host_ctas, host_window, weight.device.index)
+    nt = batch_tiles(x_rows)
+    slots = _slots(weight.dtype, nt, weight.device.index, host_load, host_stage)
     n, k = weight.shape
-    return plan_for(n, k, x_rows, weight.n_hbm, weight.dtype, weight.device.index, host_ctas=hc,
-                    host_steps=hs, host_load=host_load, host_stage=host_stage, split_g=split_g,
-                    split_h=split_h, hbm_depth=hbm_depth, ctas_per_sm=ctas_per_sm)
+    return plan_launch(n, k, x_rows, weight.n_hbm, slots=slots, host_ctas=hc, host_steps=hs)
 
 
 class OffloadedLinear(nn.Module):
@@ -604,8 +515,9 @@ class OffloadedLinear(nn.Module):
         n, k = w.shape
         need_ws, need_counters = 0, 0
         for b in range(1, min(max_batch, MAX_BATCH) + 1):
-            plan = plan_for(n, k, b, w.n_hbm, w.dtype, device_index, host_ctas=self._host[0],
-                            host_steps=self._host[1])
+            nt = batch_tiles(b)
+            plan = plan_launch(n, k, b, w.n_hbm, slots=_slots(w.dtype, nt, device_index),
+                               host_ctas=self._host[0], host_steps=self._host[1])
             need_ws, need_counters = max(need_ws, plan.ws_floats), max(need_counters, plan.n_counters)
         self.scratch.reserve(need_ws, need_counters)
 
