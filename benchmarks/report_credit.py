@@ -1,11 +1,13 @@
-"""Report of benchmarks/results/h200/credit_eval.json: tables and figures of the paper, on our GPU.
+"""Report of a credit_eval.json run: the paper's tables and figures, on the GPU that ran it.
 
     python benchmarks/report_credit.py [credit_eval.json] [reduction.json] [out_dir]
 
-Writes docs/results/credit_eval.md, fig3_speedup.png (cluster kernel over the best baseline
-against N, per workload: paper Fig. 3) and fig4_crossover.png (predicted and measured crossover
-width per workload: paper Fig. 4). Table V (model accuracy) uses the model as shipped on the
-embedded H200 table and the paper's own convention, side by side.
+Writes out_dir/credit_eval.md (default docs/results), fig3_speedup.png (cluster kernel over the
+best baseline against N, per workload: paper Fig. 3) and fig4_crossover.png (predicted and
+measured crossover width: paper Fig. 4). Table V (model accuracy) evaluates the model on the
+run's own records (the shipped rule and the paper's convention side by side, with CREDIT's H100
+data beside them). Fig. 5 (DRAM bytes per element) and Table II (probe) are added when
+dram_bytes.json / probe.json sit next to credit_eval.json.
 """
 
 from __future__ import annotations
@@ -17,7 +19,7 @@ from pathlib import Path
 
 from smemkit.hw.profile import builtin_profiles
 from smemkit.reduction.cost_model import crossover, evaluate
-from smemkit.reduction.tables import h100_credit, h200_smemkit
+from smemkit.reduction.tables import h100_credit, points_from
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -105,30 +107,69 @@ def figures(ev: dict, reduction: dict, cross: dict, out_dir: Path) -> list[str]:
     return ["fig3_speedup.png", "fig4_crossover.png"]
 
 
+def fig5_lines(path: Path) -> list[str]:
+    """Paper Fig. 5 as a table: DRAM bytes per element, re-read vs cluster kernel at 64K."""
+    if not path.exists():
+        return ["## Fig. 5: DRAM bytes per element", "", f"Not measured in this run ({path.name} "
+                "absent: `benchmarks/dram_bytes.py` needs Nsight Compute).", ""]
+    data = json.loads(path.read_text())
+    lines = ["## Fig. 5: DRAM bytes per element at N = 64K (Nsight Compute, `dram__bytes_read.sum` + "
+             "`dram__bytes_write.sum`)", "", "| workload | kernel | measured | compulsory | re-read model |",
+             "| --- | --- | --- | --- | --- |"]
+    for r in data["records"]:
+        got = r["dram_bytes_per_element"]
+        shown = "-" if got is None else f"{got:.2f}"
+        lines.append(f"| {r['workload']} | {r['variant']} P={r['P']} | {shown} | {r['compulsory']} | "
+                     f"{r['reread_kernel_model']} |")
+    return [*lines, ""]
+
+
+def table2_lines(path: Path) -> list[str]:
+    """Paper Table II: the probe's primitives against the paper's H100."""
+    if not path.exists():
+        return []
+    data = json.loads(path.read_text())
+    ours, h100 = data["profile"]["dsmem"], data["paper"].get("h100_sxm", {})
+    lines = ["## Table II: DSMEM primitives (`smemkit probe`)", "", "| primitive | this GPU | paper H100 |",
+             "| --- | --- | --- |"]
+    for key, value in ours.items():
+        if key == "barrier_cycles":
+            for P, cycles in value.items():
+                ref = h100.get("barrier_cycles", {}).get(str(P)) or h100.get("barrier_cycles", {}).get(int(P))
+                lines.append(f"| cluster barrier P={P} (cycles) | {cycles:.0f} | {ref if ref else '-'} |")
+        else:
+            lines.append(f"| {key} | {value:.2f} | {h100.get(key, '-')} |")
+    return [*lines, ""]
+
+
 def main() -> None:
     ev_path = Path(sys.argv[1]) if len(sys.argv) > 1 else ROOT / "benchmarks/results/h200/credit_eval.json"
     red_path = Path(sys.argv[2]) if len(sys.argv) > 2 else ROOT / "benchmarks/results/h200/reduction.json"
     out_dir = Path(sys.argv[3]) if len(sys.argv) > 3 else ROOT / "docs/results"
+    out_dir.mkdir(parents=True, exist_ok=True)
     ev, reduction = json.loads(ev_path.read_text()), json.loads(red_path.read_text())
     profiles = builtin_profiles()
-    h200, h100 = h200_smemkit(), h100_credit()
-    ours = accuracy(h200, profiles["h200_sxm"], paper_convention=False)
-    paper = accuracy(h200, profiles["h200_sxm"], paper_convention=True)
-    ablation = accuracy(h200, profiles["h200_sxm"], paper_convention=False, ablation=True)
-    h100_ours = accuracy(h100, profiles["h100_sxm"], paper_convention=True)
-    cross = crossovers(h200, ours[2])
+    profile = profiles.get(ev.get("profile"), profiles["h200_sxm"])
+    gpu = ev.get("device", {}).get("gpu", profile.name)
+    points = points_from(ev["records"], f"{ev_path.name}: {ev.get('command', '')}")
+    ours = accuracy(points, profile, paper_convention=False)
+    paper = accuracy(points, profile, paper_convention=True)
+    ablation = accuracy(points, profile, paper_convention=False, ablation=True)
+    h100_ours = accuracy(h100_credit(), profiles["h100_sxm"], paper_convention=True)
+    cross = crossovers(points, ours[2])
     pngs = figures(ev, reduction, cross, out_dir)
     s = ev["summary"]
+    n = len(points)
     lines = [
-        "# The CREDIT evaluation on the H200",
+        f"# The CREDIT evaluation on the {gpu}",
         "",
-        "Made by `benchmarks/report_credit.py` from `benchmarks/results/h200/credit_eval.json` "
-        "(`benchmarks/credit_eval.py`) and `reduction.json` (torch.compile and Triton baselines, a "
-        "separate run on the same GPU type).",
+        f"Made by `benchmarks/report_credit.py` from `{ev_path.name}` (`benchmarks/credit_eval.py`, "
+        f"profile {profile.name}) and `{red_path.name}` (torch.compile and Triton baselines; "
+        f"{s.get('baselines_from', 'the same run')}).",
         "",
         "## Table V: profitability accuracy (cluster kernel beats the best non-cluster CUDA kernel?)",
         "",
-        "| model | H200 (ours, 30 points) | H100 (CREDIT's kernels and data) |",
+        f"| model | {gpu} (ours, {n} points) | H100 (CREDIT's kernels and data) |",
         "| --- | --- | --- |",
         f"| Eq. 3-9, T_save from the baseline kernel's own re-reads (shipped) | {ours[0]}/{ours[1]} | "
         f"- |",
@@ -137,10 +178,10 @@ def main() -> None:
         f"| ablation: peak bandwidth + serialized staging | {ablation[0]}/{ablation[1]} | - |",
         "",
         "The shipped model's rule (a one-CTA staged baseline reads every element once, so nothing is",
-        "saved) was made after seeing these H200 data; it is validated on the same data, not on fresh",
-        "measurements. Its remaining errors are all at staged-baseline points: where the staged kernel",
-        "holds one CTA per SM (128-196 KB of shared memory: N = 16K, quant_int8 at 32K) the cluster",
-        "kernel wins by occupancy, which Eq. 3-9 do not model; layernorm_bwd at 8K is a 1 % win.",
+        "saved) was made after seeing the H200 data of 2026-11-29; on those data it is validated on",
+        "what it was fitted to. Its remaining H200 errors are all at staged-baseline points: where the",
+        "staged kernel holds one CTA per SM (128-196 KB of shared memory: N = 16K, quant_int8 at 32K)",
+        "the cluster kernel wins by occupancy, which Eq. 3-9 do not model.",
         "",
         "## Fig. 4: crossover width N* (first width where the cluster kernel wins)",
         "",
@@ -157,6 +198,8 @@ def main() -> None:
         f"Smallest ratio best-baseline / dispatched over the 30 points, dispatching by the model "
         f"as run in credit_eval (paper convention): {s.get('dispatch_vs_best_min', float('nan')):.3f}.",
         "",
+        *fig5_lines(ev_path.parent / "dram_bytes.json"),
+        *table2_lines(ev_path.parent / "probe.json"),
         *[f"![{p}]({p})" for p in pngs],
     ]
     (out_dir / "credit_eval.md").write_text("\n".join(lines) + "\n")

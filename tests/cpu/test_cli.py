@@ -55,3 +55,27 @@ def test_advise_user_spec_file_is_estimated(capsys):
 def test_advise_bad_workload_is_a_clear_error(capsys):
     assert main(["advise", "nope", "--rows", "1", "--width", "1"]) == 2
     assert "neither a built-in" in capsys.readouterr().err
+
+
+def test_bench_reduction_plan_covers_every_figure(capsys, tmp_path):
+    assert main(["bench", "reduction", "--out", str(tmp_path), "--print-commands"]) == 0
+    out = capsys.readouterr().out
+    for script in ("probe", "reduction.py", "credit_eval.py", "dram_bytes.py", "report_credit.py"):
+        assert script in out
+    assert main(["bench", "reduction", "--quick", "--skip", "probe", "dram-bytes", "--print-commands"]) == 0
+    quick = capsys.readouterr().out
+    assert "--widths 16384 65536" in quick and "dram_bytes.py" not in quick and "smemkit probe" not in quick
+
+
+@pytest.mark.skipif(torch.cuda.is_available(), reason="checks the no-GPU error")
+def test_bench_reduction_without_gpu_is_a_clear_error(capsys, tmp_path):
+    assert main(["bench", "reduction", "--out", str(tmp_path)]) == 2
+    assert "GPU" in capsys.readouterr().err
+
+
+def test_bench_reduction_needs_a_checkout(monkeypatch, tmp_path, capsys):
+    import smemkit
+
+    monkeypatch.setattr(smemkit, "__file__", str(tmp_path / "a" / "b" / "smemkit" / "__init__.py"))
+    assert main(["bench", "reduction", "--print-commands"]) == 2
+    assert "source checkout" in capsys.readouterr().err

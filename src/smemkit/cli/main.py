@@ -1,4 +1,4 @@
-"""The ``smemkit`` command: ``info``, ``probe``, ``cache``, and the parts' subcommands."""
+"""The ``smemkit`` command: ``info``, ``probe``, ``cache``, ``bench``, and the parts' subcommands."""
 
 from __future__ import annotations
 
@@ -7,13 +7,13 @@ import sys
 from collections.abc import Sequence
 
 from smemkit.atomics import cli as atomics_cli
-from smemkit.cli import advise_cmd, cache_cmd, info_cmd, probe_cmd
+from smemkit.cli import advise_cmd, bench_cmd, cache_cmd, info_cmd, probe_cmd
 from smemkit.errors import SmemkitError
 from smemkit.offload import cli as offload_cli
 from smemkit.tiling import cli as tiling_cli
 
 # Each module adds its subcommand(s) with register(subparsers); parts append theirs here.
-COMMANDS = (advise_cmd, info_cmd, probe_cmd, cache_cmd, offload_cli, tiling_cli, atomics_cli)
+COMMANDS = (advise_cmd, info_cmd, probe_cmd, cache_cmd, bench_cmd, offload_cli, tiling_cli, atomics_cli)
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -56,19 +56,24 @@ def h100_credit() -> tuple[TablePoint, ...]:
     return tuple(points)
 
 
-@cache
-def h200_smemkit() -> tuple[TablePoint, ...]:
-    """smemkit's H200 calibration (benchmarks/results/h200/credit_eval.json, inputs only)."""
-    data = _load("h200_smemkit.json")
+def points_from(records: list[dict], source: str) -> tuple[TablePoint, ...]:
+    """Table points from ``benchmarks/credit_eval.py`` records (its JSON, or the embedded copy)."""
     points = []
-    for r in data["records"]:
+    for r in records:
         spec = BUILTIN[r["workload"]]
         measured = Measured(r["baseline_ms"], _ints(r["control_excess_ms"]),
                             {int(k): v for k, v in r["resident_clusters"].items()},
                             baseline_variant=r["baseline_variant"])
         points.append(TablePoint(r["workload"], shape_of(spec, r["M"], r["N"]), measured,
-                                 _ints(r["cluster_ms"]), data["source"]))
+                                 _ints(r["cluster_ms"]), source))
     return tuple(points)
+
+
+@cache
+def h200_smemkit() -> tuple[TablePoint, ...]:
+    """smemkit's H200 calibration (benchmarks/results/h200/credit_eval.json, inputs only)."""
+    data = _load("h200_smemkit.json")
+    return points_from(data["records"], data["source"])
 
 
 TABLES = {"h100_sxm": h100_credit, "h200_sxm": h200_smemkit}
