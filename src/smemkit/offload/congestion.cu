@@ -38,31 +38,10 @@ __device__ __forceinline__ u64 globaltimer() {
   return t;
 }
 
-__device__ __forceinline__ uint4 ld_host(const uint4* p) {
-  uint4 v;
-#if HOST_LOAD == 0
-  asm volatile("ld.global.cs.v4.u32 {%0, %1, %2, %3}, [%4];"
-               : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w)
-               : "l"(p));
-#elif HOST_LOAD == 1
-  asm volatile("ld.global.nc.L1::no_allocate.v4.u32 {%0, %1, %2, %3}, [%4];"
-               : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w)
-               : "l"(p));
-#else
-  asm volatile("ld.global.v4.u32 {%0, %1, %2, %3}, [%4];"
-               : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w)
-               : "l"(p));
-#endif
-  return v;
-}
+// HOST_LOAD 0/1/2 = ld_v4 policies stream / no-allocate / plain (ptx.cuh).
+__device__ __forceinline__ uint4 ld_host(const uint4* p) { return ld_v4<HOST_LOAD>(p); }
 
-__device__ __forceinline__ uint4 ld_hbm(const uint4* p) {
-  uint4 v;
-  asm volatile("ld.global.nc.L1::no_allocate.v4.u32 {%0, %1, %2, %3}, [%4];"
-               : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w)
-               : "l"(p));
-  return v;
-}
+__device__ __forceinline__ uint4 ld_hbm(const uint4* p) { return ld_v4<kLdNoAllocate>(p); }
 
 __device__ __forceinline__ u32 fold(const uint4& v) { return v.x ^ v.y ^ v.z ^ v.w; }
 

@@ -113,6 +113,9 @@ struct HbmSteps<8> {
 
 __device__ __forceinline__ uint4 zero4() { return make_uint4(0u, 0u, 0u, 0u); }
 
+// These three loads spell out their PTX instead of using ptx.cuh's ld_v4<POLICY>: routed
+// through the template, ptxas allocated registers differently for this kernel (nt8: 242 vs 238,
+// one local-memory load appeared), and the measured numbers are for this form.
 // HBM weight rows: read once, so no L1 allocation.
 __device__ __forceinline__ uint4 ld_weight_hbm(const u16* p) {
   uint4 v;

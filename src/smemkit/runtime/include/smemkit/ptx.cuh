@@ -167,4 +167,29 @@ __device__ __forceinline__ void fence_proxy_async_shared() {
   asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
 }
 
+// ---- 16-byte global loads with a stated cache policy (inline PTX, so ptxas keeps the form) ---
+// ld_v4<0>: streaming, evict-first (`.cs`): data read once, e.g. host rows over PCIe.
+// ld_v4<1>: read-only, no L1 allocation (`.nc.L1::no_allocate`): large read-once device arrays.
+// ld_v4<2>: plain `ld.global`.
+// ld_v4<3>: read-only, L1-cached (`.nc`): small data every warp of a CTA re-reads.
+template <int POLICY>
+__device__ __forceinline__ uint4 ld_v4(const void* p) {
+  uint4 v;
+  if (POLICY == 0) {
+    asm volatile("ld.global.cs.v4.u32 {%0, %1, %2, %3}, [%4];"
+                 : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w) : "l"(p));
+  } else if (POLICY == 1) {
+    asm volatile("ld.global.nc.L1::no_allocate.v4.u32 {%0, %1, %2, %3}, [%4];"
+                 : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w) : "l"(p));
+  } else if (POLICY == 2) {
+    asm volatile("ld.global.v4.u32 {%0, %1, %2, %3}, [%4];"
+                 : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w) : "l"(p));
+  } else {
+    asm volatile("ld.global.nc.v4.u32 {%0, %1, %2, %3}, [%4];"
+                 : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w) : "l"(p));
+  }
+  return v;
+}
+constexpr int kLdStream = 0, kLdNoAllocate = 1, kLdPlain = 2, kLdCached = 3;
+
 }  // namespace smemkit
