@@ -5,7 +5,10 @@
 Runs this file again under ``ncu`` (``--driver`` mode launches each workload's re-read kernel
 and its cluster kernel once at N = 64K), collecting ``dram__bytes_read.sum`` and
 ``dram__bytes_write.sum`` with clocks left alone, and reports (read + write) / (M x N) next to
-the spec's compulsory and re-read-kernel byte counts.
+the spec's compulsory and re-read-kernel byte counts. It also asks for a utilization breakdown
+of the same launches (DRAM, L2, issue slots, LSU and shared pipes, warps per cycle, duration:
+metrics Nsight Compute accepted on the H200 for the atomics tool) — what bounds the kernels that
+miss the bandwidth bar; if ncu refuses that set, it runs again with the two DRAM metrics.
 """
 
 from __future__ import annotations
@@ -25,6 +28,12 @@ from smemkit.reduction.workloads import example_inputs
 from smemkit.runtime.paths import find_tool
 
 METRICS = ("dram__bytes_read.sum", "dram__bytes_write.sum")
+BREAKDOWN = ("dram__throughput.avg.pct_of_peak_sustained_elapsed",
+             "lts__t_sectors.avg.pct_of_peak_sustained_elapsed",
+             "smsp__issue_active.avg.pct_of_peak_sustained_active",
+             "smsp__inst_executed_pipe_lsu.avg.pct_of_peak_sustained_active",
+             "l1tex__data_pipe_lsu_wavefronts_mem_shared.avg.pct_of_peak_sustained_elapsed",
+             "sm__warps_active.avg.per_cycle_active", "smsp__inst_executed.sum", "gpu__time_duration.sum")
 N = 65536
 ROWS = {"layernorm_bwd": 2048}
 
@@ -57,9 +66,12 @@ def bytes_per_element(records: list[ncu.LaunchRecord], P: int) -> list[dict]:
         write = rec.value(METRICS[1]) if rec else None
         measured = None if read is None or write is None else (read + write) / (M * N)
         b = BUILTIN[name].bytes
+        breakdown = {m: rec.value(m) for m in BREAKDOWN if rec and rec.value(m) is not None}
+        if "smsp__inst_executed.sum" in breakdown:
+            breakdown["warp_instructions_per_element"] = breakdown["smsp__inst_executed.sum"] / (M * N)
         rows.append({"workload": name, "M": M, "N": N, "variant": variant.kind, "P": variant.P,
                      "dram_bytes_per_element": measured, "compulsory": b.compulsory,
-                     "reread_kernel_model": b.baseline})
+                     "reread_kernel_model": b.baseline, "breakdown": breakdown})
     return rows
 
 
@@ -76,11 +88,16 @@ def main() -> int:
     if exe is None:
         print("Nsight Compute (ncu) not found", file=sys.stderr)
         return 2
+    app = [sys.executable, __file__, "--driver", "--P", str(args.P)]
     with tempfile.TemporaryDirectory() as tmp:
         report = Path(tmp) / "dram.ncu-rep"
-        cmd = ncu.profile_command([sys.executable, __file__, "--driver", "--P", str(args.P)], report,
-                                  ncu=exe, kernel_regex="^rr_", metrics=METRICS)
-        subprocess.run(cmd, check=True, timeout=540)
+        for metrics in (METRICS + BREAKDOWN, METRICS):
+            cmd = ncu.profile_command(app, report, ncu=exe, kernel_regex="^rr_", metrics=metrics)
+            if subprocess.run(cmd, timeout=270).returncode == 0:
+                break
+            print(f"ncu refused {len(metrics)} metrics; trying the DRAM pair alone", file=sys.stderr)
+        else:
+            return 1
         records = ncu.read_report(report, ncu=exe)
     rows = bytes_per_element(records, args.P)
     args.out.parent.mkdir(parents=True, exist_ok=True)
@@ -88,9 +105,11 @@ def main() -> int:
                                     "records": rows}, indent=1) + "\n")
     for r in rows:
         got = r["dram_bytes_per_element"]
+        bd = r["breakdown"]
+        util = " ".join(f"{k.split('__')[0]}:{bd[k]:.0f}%" for k in BREAKDOWN[:5] if k in bd)
         print(f"{r['workload']:14s} {r['variant']:8s} P={r['P']:2d} "
               f"{'-' if got is None else f'{got:6.2f}'} B/elem (compulsory {r['compulsory']}, "
-              f"re-read model {r['reread_kernel_model']})")
+              f"re-read model {r['reread_kernel_model']}) {util}")
     return 0
 
 
