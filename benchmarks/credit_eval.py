@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import math
 import sys
 from pathlib import Path
 
@@ -28,6 +27,7 @@ from smemkit.hw.profile import select_profile
 from smemkit.reduction import BUILTIN, reference, run
 from smemkit.reduction.calibrate import measure
 from smemkit.reduction.cost_model import crossover, evaluate, shape_of
+from smemkit.reduction.evaluation import baseline_table, dispatch_vs_best_min, geomean_64k
 from smemkit.reduction.reference import relative_error
 from smemkit.reduction.workloads import example_inputs
 from smemkit.runtime.timing import time_gpu
@@ -95,23 +95,9 @@ def summarize(records: list[dict], verdicts: dict, baselines: dict | None) -> di
             "measured": measured,
         }
     if baselines:
-        table = {(r["workload"], r["N"], r["variant"]): r["ms"] for r in baselines["records"]
-                 if r["ms"] is not None}
-        geo: dict[str, list[float]] = {"compile": [], "triton": [], "cuda": [], "best": []}
-        ratios = []
-        for r in records:
-            base = {m: table.get((r["workload"], r["N"], m)) for m in ("compile", "triton")}
-            base["cuda"] = r["baseline_ms"]
-            best = min(v for v in base.values() if v)
-            ratios.append(best / r["dispatched_ms"])
-            if r["N"] == 65536:
-                for m in ("compile", "triton", "cuda"):
-                    if base[m]:
-                        geo[m].append(base[m] / r["best_cluster_ms"])
-                geo["best"].append(best / r["best_cluster_ms"])
-        summary["geomean_64k"] = {m: math.exp(sum(map(math.log, v)) / len(v)) if v else None
-                                  for m, v in geo.items()}
-        summary["dispatch_vs_best_min"] = min(ratios)
+        table = baseline_table(baselines)
+        summary["geomean_64k"] = geomean_64k(records, table)
+        summary["dispatch_vs_best_min"] = dispatch_vs_best_min(records, table)
         summary["baselines_from"] = "reduction.json of the same GPU type (different run)"
     return summary
 

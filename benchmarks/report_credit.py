@@ -19,6 +19,12 @@ from pathlib import Path
 
 from smemkit.hw.profile import builtin_profiles
 from smemkit.reduction.cost_model import crossover, evaluate
+from smemkit.reduction.evaluation import (
+    baseline_table,
+    baselines_at,
+    dispatch_vs_best_min,
+    geomean_64k,
+)
 from smemkit.reduction.tables import h100_credit, points_from
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -47,40 +53,17 @@ def crossovers(points, verdicts) -> dict:
     return out
 
 
-def geomeans(ev: dict, reduction: dict) -> dict[str, float]:
-    """Geomean over workloads at 64K of baseline time / best cluster time; 'best' is the fastest
-    of torch.compile (both modes), Triton and non-cluster CUDA."""
-    import math
-
-    base = {(r["workload"], r["N"], r["variant"]): r["ms"] for r in reduction["records"] if r["ms"]}
-    ratios: dict[str, list[float]] = {m: [] for m in ("compile", "compile_max", "triton", "cuda", "best")}
-    for r in ev["records"]:
-        if r["N"] != 65536:
-            continue
-        times = {m: base.get((r["workload"], 65536, m)) for m in ("compile", "compile_max", "triton")}
-        times["cuda"] = r["baseline_ms"]
-        times["best"] = min(t for t in times.values() if t)
-        for m, t in times.items():
-            if t:
-                ratios[m].append(t / r["best_cluster_ms"])
-    return {m: math.exp(sum(map(math.log, v)) / len(v)) for m, v in ratios.items() if v}
-
-
 def figures(ev: dict, reduction: dict, cross: dict, out_dir: Path) -> list[str]:
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    base = {(r["workload"], r["N"], r["variant"]): r["ms"] for r in reduction["records"] if r["ms"]}
+    base = baseline_table(reduction)
     fig, ax = plt.subplots(figsize=(7, 4.2))
     for name in sorted({r["workload"] for r in ev["records"]}):
         rs = sorted((r for r in ev["records"] if r["workload"] == name), key=lambda r: r["N"])
-        speedups = []
-        for r in rs:
-            best = min(v for v in (base.get((name, r["N"], "compile")), base.get((name, r["N"], "triton")),
-                                   r["baseline_ms"]) if v)
-            speedups.append(best / r["best_cluster_ms"])
+        speedups = [baselines_at(base, r)["best"] / r["best_cluster_ms"] for r in rs]
         ax.plot([r["N"] for r in rs], speedups, marker="o", label=name)
     ax.axhline(1.0, color="grey", lw=0.8)
     ax.set_xscale("log", base=2)
@@ -193,10 +176,10 @@ def main() -> None:
         "",
         "| over | speedup |",
         "| --- | --- |",
-        *[f"| {k} | {v:.3f}x |" for k, v in geomeans(ev, reduction).items()],
+        *[f"| {k} | {v:.3f}x |" for k, v in geomean_64k(ev["records"], baseline_table(reduction)).items()],
         "",
-        f"Smallest ratio best-baseline / dispatched over the 30 points, dispatching by the model "
-        f"as run in credit_eval (paper convention): {s.get('dispatch_vs_best_min', float('nan')):.3f}.",
+        f"Smallest ratio best-baseline / dispatched over the {n} points, dispatching by the model "
+        f"as run in credit_eval: {dispatch_vs_best_min(ev['records'], baseline_table(reduction)):.3f}.",
         "",
         *fig5_lines(ev_path.parent / "dram_bytes.json"),
         *table2_lines(ev_path.parent / "probe.json"),
