@@ -17,10 +17,15 @@ Steps:
    address patterns, think times (the closed queue) and CAS fractions (mix): each record has
    config, predicted and measured throughput (warp instructions per SM cycle), and the summary
    the median and max relative error against the issue's 10 % / 25 % limits;
-5. histograms: four kernels x uniform / skewed / single-bin keys, checked against
-   torch.bincount, timed with CUDA events (median of --reps); per kernel the model's predicted U
-   from the data (X from time and instruction counts, e and w from the keys); with --ncu, the
-   same kernels profiled by `ncu` and analyzed from counters (U per SM and verdict).
+5. histograms: five kernels (the pair hist_inc / hist_add, one token apart; hist_private,
+   hist_aggregate; the model-guided hist_lane) x uniform / skewed / single-bin keys x three
+   regimes (HIST_REGIMES: 2^26 uint32 keys from DRAM; 2^24 uint8 keys from L2 with 256 and with
+   64 bins), checked against torch.bincount, timed with CUDA events around CUDA-graph replays
+   (median of --reps, no L2 flush); per kernel the model's prediction before timing (per-SM
+   atomic cycles vs the key stream) and its U from the data (X from time and instruction counts,
+   wavefronts from the keys); per regime and input the case-study summary (pair ratio, the fixed
+   kernel's speedups); with --ncu, every launch profiled by `ncu` (--cache-control none) and
+   analyzed from counters (U per SM and verdict).
 
 In --dry-run the "measurements" come from the placeholder model itself (so the pipeline and the
 JSON are exercised without a GPU); the file says so in "status".
@@ -35,6 +40,7 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import NamedTuple
 
 import numpy as np
 import torch
@@ -42,6 +48,7 @@ import torch
 from smemkit.atomics.analysis import analyze, analyze_record
 from smemkit.atomics.kernels import (
     HELD_OUT_PATTERNS,
+    HIST_ENTRIES,
     HIST_KERNELS,
     PATTERNS,
     TABLE_PATTERNS,
@@ -50,6 +57,7 @@ from smemkit.atomics.kernels import (
     Variant,
     all_variants,
     compile_histograms,
+    hist_entry,
     nominal_wavefronts,
 )
 from smemkit.atomics.model import closed_queue, error_summary, relative_error, serial_throughput
@@ -67,7 +75,10 @@ CORE = ("add.int32.noret", "inc.int32.noret", "add.int32.ret", "add.float32.nore
 QUICK_GRID = (1, 4, 16, 32, 64)
 HELD_OUT_N = (3, 6, 20, 44, 56)
 THINKS = (4, 16, 64)
-HIST_N = 1 << 26
+HIST_N = 1 << 26  # DRAM regime: 256 MB of uint32 keys
+HIST_L2_N = 1 << 24  # L2 regimes: 16 MB of uint8 keys (H200 L2: 60 MB, two partitions)
+HIST_L2_PASSES = 8  # ... counted 8 times per launch (2^27 atomics: fixed costs stay small)
+HIST_DRY_N = 1 << 16
 HIST_NBINS = 256
 HIST_INPUTS = ("uniform", "skewed", "single")
 
@@ -177,7 +188,7 @@ def sass_check(variants: list[Variant], arch: str) -> dict:
         result["variants"][v.name] = {"kind": kinds.pop() if len(kinds) == 1 else "mixed",
                                       "opcodes": opcodes}
     hist = classify_cubin(compile_histograms(arch).cubin)
-    result["histograms"] = {k: hist[k].to_dict() for k in HIST_KERNELS if k in hist}
+    result["histograms"] = {k: hist[k].to_dict() for k in HIST_ENTRIES if k in hist}
     return result
 
 
@@ -269,27 +280,90 @@ def validation(runner, table: ServiceTable, variants: list[str]) -> dict:
 # ---- histograms ------------------------------------------------------------------------------
 
 
-def make_keys(kind: str, n: int, device: str, seed: int = 0) -> torch.Tensor:
-    """uniform: every bin alike; skewed: bin b with weight ~ 2^-b/8 (a few hot bins); single: one bin."""
+class HistRegime(NamedTuple):
+    """One setting of the histogram case study: how many keys, how wide, how many bins, and
+    whether the keys are meant to come from L2 (no flush, warm-up launches first) or from DRAM."""
+
+    name: str
+    n_keys: int
+    key_bytes: int
+    nbins: int
+    passes: int  # times one launch counts the keys (HIST_L2_PASSES for the L2 regimes)
+    l2_resident: bool
+    assumed_tbps: float  # key bandwidth the prediction assumes (DRAM: measured here; L2: NOT measured)
+    why: str
+
+    def to_dict(self) -> dict:
+        return {"name": self.name, "n_keys": self.n_keys, "key_bytes": self.key_bytes, "nbins": self.nbins,
+                "passes": self.passes, "key_mbytes": self.n_keys * self.key_bytes / 2**20,
+                "l2_resident": self.l2_resident,
+                "assumed_key_tbps": self.assumed_tbps, "why": self.why}
+
+
+# The DRAM regime is the first H200 run's; the L2 regimes put the atomics, not the key stream, on
+# the critical path (the arithmetic is in docs/atomics.md, "Histogram case study: design").
+HIST_REGIMES = (
+    HistRegime("dram", HIST_N, 4, HIST_NBINS, 1, False, 3.6,
+               "2^26 uint32 keys (256 MB) from DRAM: the key stream bounds every kernel (measured)"),
+    HistRegime("l2_u8_256", HIST_L2_N, 1, 256, HIST_L2_PASSES, True, 8.0,
+               "2^24 uint8 keys (16 MB, L2-resident), counted 8 times per launch: 32 B per warp "
+               "instruction, so the atomic unit (>= 1 cycle per instruction) is the bound whenever w > ~1"),
+    HistRegime("l2_u8_64", HIST_L2_N, 1, 64, HIST_L2_PASSES, True, 8.0,
+               "as l2_u8_256 with 64 bins: 2 words per bank, so POPC.INC's merging separates hist_inc "
+               "from hist_add on uniform keys too (2.0 vs 3.5 wavefronts; at 256 bins 3.15 vs 3.54)"),
+)
+PAIR = ("hist_inc", "hist_add")
+FIXED = "hist_lane"
+
+
+def hist_regimes(dram_keys: int | None, gpu: bool) -> list[HistRegime]:
+    """The regimes with their key counts for this run: the DRAM regime takes --hist-keys, and
+    without a GPU every regime runs on HIST_DRY_N keys."""
+    out = []
+    for r in HIST_REGIMES:
+        n = r.n_keys if gpu else HIST_DRY_N
+        if r.name == "dram" and dram_keys:
+            n = dram_keys
+        out.append(r._replace(n_keys=n))
+    return out
+
+
+def hist_plan(regimes: list[HistRegime]) -> list[tuple[HistRegime, str, str]]:
+    """(regime, input, kernel) in launch order: the order hist_child launches and histograms_ncu
+    expects (the DRAM regime first, as in the first H200 report)."""
+    return [(r, inp, k) for r in regimes for inp in HIST_INPUTS for k in HIST_KERNELS]
+
+
+def make_keys(kind: str, n: int, device: str, seed: int = 0, *, nbins: int = HIST_NBINS,
+              key_bytes: int = 4) -> torch.Tensor:
+    """uniform: every bin alike; skewed: bin b with weight ~ 2^-b/8 (a few hot bins); single: one bin.
+    int32 keys (high bits random) or uint8 keys (key_bytes = 1; bin = key & (nbins - 1))."""
     g = torch.Generator(device=device).manual_seed(seed)
+    if key_bytes not in (1, 4):
+        raise ValueError(f"key_bytes must be 1 or 4, got {key_bytes}")
+    dtype = torch.uint8 if key_bytes == 1 else torch.int32
+    top = 256 if key_bytes == 1 else 2**31 - 1
     if kind == "uniform":
-        keys = torch.randint(0, 2**31 - 1, (n,), generator=g, device=device, dtype=torch.int64)
-        return keys.to(torch.int32)
+        return torch.randint(0, top, (n,), generator=g, device=device, dtype=torch.int64).to(dtype)
     if kind == "skewed":
         u = torch.rand(n, generator=g, device=device)
-        bins = torch.clamp((-8.0 * torch.log2(u.clamp_min(1e-12))).floor(), max=HIST_NBINS - 1)
-        high = torch.randint(0, 2**20, (n,), generator=g, device=device) * HIST_NBINS
-        return (bins.to(torch.int64) + high).to(torch.int32)
+        bins = torch.clamp((-8.0 * torch.log2(u.clamp_min(1e-12))).floor(), max=nbins - 1)
+        high_max = max(256 // nbins, 1) if key_bytes == 1 else 2**20
+        high = torch.randint(0, high_max, (n,), generator=g, device=device) * nbins
+        return (bins.to(torch.int64) + high).to(dtype)
     if kind == "single":
-        return torch.full((n,), 7, dtype=torch.int32, device=device)
+        return torch.full((n,), 7, dtype=dtype, device=device)
     raise ValueError(kind)
 
 
 def instruction_stats(keys: torch.Tensor, nbins: int) -> dict:
-    """Per warp atomic instruction of the uint4 loop (lane l takes keys[4(base+l) .. +3], one
-    instruction per component): distinct bins and bank-rule wavefronts, averaged."""
-    n = keys.numel() // 128 * 128
-    bins = (keys[:n].to(torch.int64) & (nbins - 1)).view(-1, 32, 4).transpose(1, 2).reshape(-1, 32)
+    """Per warp atomic instruction of the uint4 loop (lane l takes keys[k(base+l) .. +k-1], k = 16 /
+    key bytes, one instruction per component), averaged: distinct bins, the bank-rule wavefronts
+    (most distinct words in one bank: what ATOMS.POPC.INC costs) and the most lanes in one bank
+    (what ATOMS.ADD costs: it does not merge lanes on one word)."""
+    kpl = 16 // keys.element_size()
+    n = keys.numel() // (32 * kpl) * (32 * kpl)
+    bins = (keys[:n].to(torch.int64) & (nbins - 1)).view(-1, 32, kpl).transpose(1, 2).reshape(-1, 32)
     srt, _ = bins.sort(dim=1)
     first = torch.ones_like(srt, dtype=torch.bool)
     first[:, 1:] = srt[:, 1:] != srt[:, :-1]
@@ -297,18 +371,37 @@ def instruction_stats(keys: torch.Tensor, nbins: int) -> dict:
     banks = torch.zeros(srt.shape[0], 32, dtype=torch.int64, device=srt.device)
     banks.scatter_add_(1, srt % 32, first.to(torch.int64))
     wave = banks.max(dim=1).values
+    lanes = torch.zeros_like(banks)
+    lanes.scatter_add_(1, srt % 32, torch.ones_like(srt))
     return {"instructions": int(bins.shape[0]), "distinct_mean": float(distinct.float().mean()),
-            "wavefronts_mean": float(wave.float().mean()), "aggregate_instructions": int(distinct.sum())}
+            "wavefronts_mean": float(wave.float().mean()),
+            "lanes_per_bank_mean": float(lanes.max(dim=1).values.float().mean()),
+            "aggregate_instructions": int(distinct.sum())}
 
 
-def synthetic_record(kernel: str, stats: dict, ms: float, sm_count: int,
-                     clock_mhz: float) -> ncu.LaunchRecord:
+def hist_cost(kernel: str, stats: dict, passes: int = 1) -> tuple[int, float, str]:
+    """(atomic warp instructions, wavefronts per instruction, counter class) of a kernel on these
+    keys, by the rules the service table measured (add: most lanes in a bank, same 32 / mix4 8 /
+    conflict4 4; POPC.INC: most distinct words in a bank, same 1 / mix4 1 / conflict4 4).
+    hist_aggregate issues one (predicated) instruction per step whose active lanes hold distinct
+    bins, so it costs the distinct-word count; hist_lane puts lane l in bank l: always 1.
+    ``passes``: the launch counts the keys that many times."""
+    inst = stats["instructions"] * passes
+    if kernel == "hist_add":
+        return inst, stats["lanes_per_bank_mean"], ncu.INST_ALU
+    if kernel == "hist_aggregate":
+        return inst, stats["wavefronts_mean"], ncu.INST_ALU
+    if kernel == "hist_lane":
+        return inst, 1.0, ncu.INST_ATOM
+    return inst, stats["wavefronts_mean"], ncu.INST_ATOM  # hist_inc, hist_private
+
+
+def synthetic_record(kernel: str, stats: dict, ms: float, sm_count: int, clock_mhz: float,
+                     passes: int = 1) -> ncu.LaunchRecord:
     """A LaunchRecord built from what the run knows (no counters): the model's prediction path."""
-    inst = stats["aggregate_instructions"] if kernel == "hist_aggregate" else stats["instructions"]
-    w = 1.0 if kernel == "hist_aggregate" else stats["wavefronts_mean"]
+    inst, w, cls = hist_cost(kernel, stats, passes)
     cycles = ms * 1e-3 * clock_mhz * 1e6 * sm_count
     rec = ncu.LaunchRecord("model", kernel)
-    cls = ncu.INST_ALU if kernel in ("hist_add", "hist_aggregate") else ncu.INST_ATOM
     rec.metrics[cls] = ncu.MetricValue(float(inst), "inst")
     rec.metrics[f"{ncu.WAVEFRONTS}.sum"] = ncu.MetricValue(inst * w, "")
     rec.metrics[f"{ncu.CYCLES}.sum"] = ncu.MetricValue(cycles, "cycle")
@@ -316,68 +409,116 @@ def synthetic_record(kernel: str, stats: dict, ms: float, sm_count: int,
     return rec
 
 
-def histograms(runner, table: ServiceTable, reps: int, clock_mhz: float, n_keys: int) -> list[dict]:
+def predict_hist(table: ServiceTable, name: str, stats: dict, ms: float, sm_count: int, clock_mhz: float,
+                 passes: int = 1):
+    """The model's analysis of one histogram run from the data alone (no counters): S = cycles per
+    wavefront (table, distinct_banks) x wavefronts per instruction (hist_cost)."""
+    return analyze_record(synthetic_record(name, stats, ms, sm_count, clock_mhz, passes), table)
+
+
+def hist_model(table: ServiceTable, name: str, stats: dict, regime: HistRegime, sm_count: int,
+               clock_mhz: float) -> dict:
+    """The prediction before any timing: per-SM atomic-unit cycles vs the key stream's."""
+    inst, w, _ = hist_cost(name, stats, regime.passes)
+    s = predict_hist(table, name, stats, 1.0, sm_count, clock_mhz).service_cycles
+    atomic_cycles = inst / sm_count * s
+    key_bytes = inst * 32 * regime.key_bytes  # each pass reads the keys again
+    stream_cycles = key_bytes / (regime.assumed_tbps * 1e12) * clock_mhz * 1e6
+    return {"wavefronts_per_inst": w, "service_cycles": s, "atomic_cycles_per_sm": atomic_cycles,
+            "key_stream_cycles": stream_cycles, "atomic_ms": 1e3 * atomic_cycles / (clock_mhz * 1e6),
+            "key_stream_ms": 1e3 * stream_cycles / (clock_mhz * 1e6),
+            "predicted_bound": "atomic" if atomic_cycles > stream_cycles else "key stream"}
+
+
+def histograms(runner, table: ServiceTable, reps: int, clock_mhz: float,
+               regimes: list[HistRegime]) -> list[dict]:
     gpu = runner.kind == "gpu"
     device = "cuda" if gpu else "cpu"
     hist = Histogram() if gpu else None
     records = []
-    for inp in HIST_INPUTS:
-        keys = make_keys(inp, n_keys, device)
-        want = torch.bincount((keys.to(torch.int64) & (HIST_NBINS - 1)), minlength=HIST_NBINS)
-        stats = instruction_stats(keys, HIST_NBINS)
-        for name in HIST_KERNELS:
-            rec = {"input": inp, "kernel": name, "n_keys": n_keys, "nbins": HIST_NBINS, **stats}
-            if gpu:
-                from smemkit.runtime.timing import time_gpu
+    for regime in regimes:
+        for inp in HIST_INPUTS:
+            keys = make_keys(inp, regime.n_keys, device, nbins=regime.nbins, key_bytes=regime.key_bytes)
+            want = torch.bincount(keys.to(torch.int64) & (regime.nbins - 1), minlength=regime.nbins)
+            stats = instruction_stats(keys, regime.nbins)
+            for name in HIST_KERNELS:
+                rec = {"regime": regime.name, "input": inp, "kernel": name,
+                       "entry": hist_entry(name, regime.key_bytes), "n_keys": regime.n_keys,
+                       "key_bytes": regime.key_bytes, "nbins": regime.nbins, "passes": regime.passes,
+                       **stats}
+                model = hist_model(table, name, stats, regime, runner.sm_count, clock_mhz)
+                if gpu:
+                    from smemkit.runtime.timing import time_gpu
 
-                out = torch.zeros(HIST_NBINS, dtype=torch.int32, device="cuda")
-                launch = hist.launcher(name, keys, out, HIST_NBINS, sm_count=runner.sm_count)
-                launch()
-                torch.cuda.synchronize()
-                rec["correct"] = bool(torch.equal(out.to(torch.int64).cpu(), want.cpu()))
-                ms = time_gpu(launch, warmup=3, reps=reps).median_ms  # out keeps accumulating: unread
-            else:
-                rec["correct"] = None
-                ms = _model_hist_ms(table, name, stats, runner.sm_count, clock_mhz)
-            rec["ms"] = ms
-            rec["keys_gbps"] = 4 * n_keys / (ms * 1e-3) / 1e9
-            a = predict_hist(table, name, stats, ms, runner.sm_count, clock_mhz)
-            rec["predicted"] = a.to_dict()
-            records.append(rec)
-            log(f"histogram {inp:8s} {name:15s} {ms:8.3f} ms  U(model) "
-                f"{a.u_atom.median if a.u_atom else float('nan'):.2f}")
-    for inp in HIST_INPUTS:  # the case-study pair: how far apart are inc and add
-        t = {r["kernel"]: r["ms"] for r in records if r["input"] == inp}
-        for r in records:
-            if r["input"] == inp:
-                r["ratio_to_inc"] = r["ms"] / t["hist_inc"]
+                    out = torch.zeros(regime.nbins, dtype=torch.int32, device="cuda")
+                    launch = hist.launcher(name, keys, out, regime.nbins, sm_count=runner.sm_count,
+                                           passes=regime.passes)
+                    launch()
+                    torch.cuda.synchronize()
+                    rec["correct"] = bool(torch.equal(out.to(torch.int64).cpu(), regime.passes * want.cpu()))
+                    # No L2 flush in either regime: the L2 regimes must hit L2 (the warm-up launches
+                    # leave the 16 MB of keys there), and the DRAM regime's 256 MB evict any cache
+                    # by themselves (a flush would leave dirty lines to write back during the kernel).
+                    # `out` keeps accumulating across repetitions and is not read again.
+                    t = time_gpu(launch, warmup=3, reps=reps, graph=True, flush_l2=False)
+                    ms, rec["p20_ms"], rec["p80_ms"] = t.median_ms, t.p20_ms, t.p80_ms
+                else:
+                    rec["correct"] = None
+                    ms = max(model["atomic_ms"], model["key_stream_ms"])  # dry run: the model itself
+                rec["ms"] = ms
+                rec["keys_gbps"] = regime.passes * regime.key_bytes * regime.n_keys / (ms * 1e-3) / 1e9
+                rec["model"] = model
+                a = predict_hist(table, name, stats, ms, runner.sm_count, clock_mhz, regime.passes)
+                rec["predicted"] = a.to_dict()
+                records.append(rec)
+                u = a.u_atom.median if a.u_atom else float("nan")
+                log(f"histogram {regime.name:9s} {inp:8s} {name:15s} {ms:8.4f} ms  U(model) {u:.2f}  "
+                    f"w {model['wavefronts_per_inst']:.2f}")
+    for r in records:  # speed relative to the increment kernel of the same regime and input
+        inc = next(x for x in records if (x["regime"], x["input"], x["kernel"]) ==
+                   (r["regime"], r["input"], "hist_inc"))
+        r["ratio_to_inc"] = r["ms"] / inc["ms"]
     return records
 
 
-def predict_hist(table: ServiceTable, name: str, stats: dict, ms: float, sm_count: int, clock_mhz: float):
-    """The model's analysis of one histogram run from the data alone (no counters)."""
-    distinct = None if name == "hist_aggregate" else stats["distinct_mean"]
-    return analyze_record(synthetic_record(name, stats, ms, sm_count, clock_mhz), table, distinct=distinct)
+def case_study(records: list[dict], regimes: list[HistRegime]) -> list[dict]:
+    """Per regime and input: does the pair differ by >= 20 %, and does the model-guided kernel beat
+    both (and every other kernel)? With the model's U of each kernel."""
+    out = []
+    for regime in regimes:
+        for inp in HIST_INPUTS:
+            rows = {r["kernel"]: r for r in records if r["regime"] == regime.name and r["input"] == inp}
+            ms = {k: r["ms"] for k, r in rows.items()}
+            inc, add, lane = ms[PAIR[0]], ms[PAIR[1]], ms[FIXED]
+            others = {k: v for k, v in ms.items() if k != FIXED}
+            out.append({
+                "regime": regime.name, "input": inp, "ms": ms,
+                "pair_ratio": max(inc, add) / min(inc, add),
+                "pair_differs_20pct": max(inc, add) >= 1.2 * min(inc, add),
+                "lane_speedup_vs_inc": inc / lane, "lane_speedup_vs_add": add / lane,
+                "lane_beats_pair": lane < min(inc, add),
+                "fastest": min(ms, key=ms.get), "fastest_other": min(others, key=others.get),
+                "u_model": {k: (r["predicted"]["u_atom"] or {}).get("median") for k, r in rows.items()},
+                "verdict_model": {k: (r["predicted"]["verdict"] or {}).get("bottleneck")
+                                  for k, r in rows.items()},
+                "all_correct": all(r["correct"] is not False for r in rows.values()),
+            })
+    return out
 
 
-def _model_hist_ms(table: ServiceTable, name: str, stats: dict, sm_count: int, clock_mhz: float) -> float:
-    """--dry-run stand-in time: the larger of the atomic-unit time and reading the keys at 4.17 TB/s."""
-    inst = stats["aggregate_instructions"] if name == "hist_aggregate" else stats["instructions"]
-    s_eff = predict_hist(table, name, stats, 1.0, sm_count, clock_mhz).service_cycles
-    t_atomic = inst * s_eff / sm_count / (clock_mhz * 1e6)
-    t_dram = 4 * stats["instructions"] * 32 / 4.17e12
-    return 1e3 * max(t_atomic, t_dram)
-
-
-def histograms_ncu(table: ServiceTable, out_dir: Path, n_keys: int) -> dict:
-    """Profile the histogram kernels (one launch each per input) under ncu and analyze the counters."""
+def histograms_ncu(table: ServiceTable, out_dir: Path, regimes: list[HistRegime]) -> dict:
+    """Profile the histogram kernels (one launch each per regime and input) under ncu and analyze
+    the counters. Caches are not flushed between replay passes (--cache-control none) so the L2
+    regimes' keys stay where the child put them (a warm-up read right before each launch)."""
     exe = find_tool("ncu")
     if exe is None:
         return {"status": "skipped: ncu not found"}
     report = out_dir / "atomics_hist.ncu-rep"
-    app = [sys.executable, str(Path(__file__).resolve()), "--hist-child", "--hist-keys", str(n_keys)]
+    dram = next(r for r in regimes if r.name == "dram")
+    app = [sys.executable, str(Path(__file__).resolve()), "--hist-child", "--hist-keys", str(dram.n_keys)]
     cmd = ncu.profile_command(app, report, ncu=exe, kernel_regex="^hist_")
-    log(f"ncu: {' '.join(cmd[:6])} ...")
+    cmd[1:1] = ["--cache-control", "none"]
+    log(f"ncu: {' '.join(cmd[:8])} ...")
     proc = subprocess.run(cmd, capture_output=True, text=True, timeout=3000)
     if proc.returncode != 0 or not report.is_file():
         return {"status": f"ncu failed ({proc.returncode})", "stderr": proc.stderr[-2000:]}
@@ -385,29 +526,39 @@ def histograms_ncu(table: ServiceTable, out_dir: Path, n_keys: int) -> dict:
     csv_path = out_dir / "atomics_hist_ncu.csv"
     csv_path.write_text(export.stdout)
     records = ncu.parse_csv(export.stdout)
-    order = [(inp, name) for inp in HIST_INPUTS for name in HIST_KERNELS]
+    order = hist_plan(regimes)
+    expected = [hist_entry(name, r.key_bytes) for r, _, name in order]
     launched = [r.kernel.split("(")[0].strip() for r in records]
-    if launched != [name for _, name in order]:
+    if launched != expected:
         return {"status": "ncu launches do not match the expected kernels", "launched": launched,
-                "expected": [name for _, name in order]}
+                "expected": expected}
     results = analyze(records, table, per_launch=True)
     out = []
-    for (inp, name), res in zip(order, results, strict=True):
-        out.append({"input": inp, "kernel": name, "analysis": res.to_dict()})
+    for (regime, inp, name), entry, res in zip(order, expected, results, strict=True):
+        out.append({"regime": regime.name, "input": inp, "kernel": name, "entry": entry,
+                    "analysis": res.to_dict()})
     shown = csv_path.relative_to(ROOT) if csv_path.is_relative_to(ROOT) else csv_path.name
-    return {"status": "ok", "csv": str(shown), "launches": len(records), "kernels": out}
+    return {"status": "ok", "csv": str(shown), "launches": len(records), "cache_control": "none",
+            "kernels": out}
 
 
 def hist_child(n_keys: int) -> int:
-    """Run each histogram kernel once per input, in the order histograms_ncu expects."""
+    """Run each histogram kernel once per regime and input, in the order histograms_ncu expects
+    (hist_plan). Before each launch of an L2 regime a torch reduction (not profiled: the regex
+    takes hist_* only) reads the keys, so they sit in L2 as in the timed runs."""
     hist = Histogram()
     sm_count = torch.cuda.get_device_properties(0).multi_processor_count
-    for inp in HIST_INPUTS:
-        keys = make_keys(inp, n_keys, "cuda")
-        for name in HIST_KERNELS:
-            out = torch.zeros(HIST_NBINS, dtype=torch.int32, device="cuda")
-            hist.launcher(name, keys, out, HIST_NBINS, sm_count=sm_count)()
-            torch.cuda.synchronize()
+    keys = None
+    for regime, inp, name in hist_plan(hist_regimes(n_keys, gpu=True)):
+        if name == HIST_KERNELS[0]:  # a new (regime, input): new keys, the old ones freed first
+            keys = None
+            torch.cuda.empty_cache()  # less device memory for ncu to save and restore per pass
+            keys = make_keys(inp, regime.n_keys, "cuda", nbins=regime.nbins, key_bytes=regime.key_bytes)
+        out = torch.zeros(regime.nbins, dtype=torch.int32, device="cuda")
+        if regime.l2_resident:
+            keys.sum(dtype=torch.int64)
+        hist.launcher(name, keys, out, regime.nbins, sm_count=sm_count, passes=regime.passes)()
+        torch.cuda.synchronize()
     return 0
 
 
@@ -425,8 +576,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--iters", type=int, default=1 << 14,
                     help="most atomics per warp per launch (multiple of 8); runs aim at ~4e6 cycles per SM")
     ap.add_argument("--reps", type=int, default=30, help="CUDA-event repetitions (median)")
-    ap.add_argument("--hist-keys", type=int, default=None, help=f"keys per histogram (default {HIST_N}; "
-                    "2^16 in --dry-run)")
+    ap.add_argument("--hist-keys", type=int, default=None, help=f"keys of the DRAM-regime histograms "
+                    f"(default {HIST_N}; the L2 regimes keep {HIST_L2_N}; all {HIST_DRY_N} in --dry-run)")
     ap.add_argument("--ncu", action="store_true", help="also profile the histogram kernels with ncu")
     ap.add_argument("--skip-compile", action="store_true")
     ap.add_argument("--hist-child", action="store_true", help=argparse.SUPPRESS)
@@ -497,12 +648,19 @@ def main(argv: list[str] | None = None) -> int:
     a = result["validation"]["summary_all"]
     log(f"validation: {s['count']} atomic-bound records, median error {s['median']:.3f}, max {s['max']:.3f} "
         f"(all {a['count']}: median {a['median']:.3f}, max {a['max']:.3f})")
-    n_keys = args.hist_keys or (HIST_N if gpu else 1 << 16)
-    log("histogram case study")
-    result["histogram"] = {"records": histograms(runner, table, args.reps, clock, n_keys)}
+    regimes = hist_regimes(args.hist_keys, gpu)
+    log("histogram case study: " + ", ".join(f"{r.name} ({r.n_keys} x {r.key_bytes} B x {r.passes}, "
+                                             f"{r.nbins} bins)" for r in regimes))
+    records = histograms(runner, table, args.reps, clock, regimes)
+    result["histogram"] = {"regimes": [r.to_dict() for r in regimes], "pair": list(PAIR), "fixed": FIXED,
+                           "records": records, "case_study": case_study(records, regimes)}
+    for c in result["histogram"]["case_study"]:
+        add_inc = c["ms"]["hist_add"] / c["ms"]["hist_inc"]
+        log(f"case study {c['regime']:9s} {c['input']:8s} add/inc {add_inc:.2f}  lane speedup vs inc "
+            f"{c['lane_speedup_vs_inc']:.2f}, vs add {c['lane_speedup_vs_add']:.2f}")
     if args.ncu and gpu:
         out_dir = (out_path or DEFAULT_OUT).parent
-        result["histogram"]["ncu"] = histograms_ncu(table, out_dir, n_keys)
+        result["histogram"]["ncu"] = histograms_ncu(table, out_dir, regimes)
     result["elapsed_s"] = round(time.time() - t0, 1)
     text = json.dumps(_clean(result), indent=1, allow_nan=False)
     if out_path:

@@ -254,56 +254,123 @@ ATOM_KERNEL(atom_conflict16, atomk::CONFLICT, 16)
 
 #if !ATOM_ONLY
 // ---- histogram case study ----------------------------------------------------------------
-// 32-bit keys, bin = key & (nbins - 1) (nbins a power of two <= 4096), one shared histogram per
-// CTA (or per warp for PRIVATE), flushed to global with atomics at the end. The first two differ
-// in one token: INC adds the literal 1 (non-returning -> ATOMS.POPC.INC, which merges a warp's
-// same-address increments), ADD adds a runtime `one` (= 1) (-> ATOMS.ADD). PRIVATE and
-// AGGREGATE are the candidates for the model-guided fix (placeholders until the H200 verdicts):
-// PRIVATE gives each warp its own copy of the bins (no inter-warp contention on hot bins);
-// AGGREGATE combines a warp's equal keys with __match_any_sync and issues one ATOMS.ADD per
-// distinct bin (fewer atomic instructions on skewed input, more ALU work on uniform input).
+// bin = key & (nbins - 1) (nbins a power of two <= 4096; <= 1024 for LANE), shared histogram(s)
+// per CTA, flushed to global with atomics at the end. Keys are 32-bit (kernels hist_*) or 8-bit
+// (hist_*_u8: a quarter of the bytes, so the keys can stream from L2 faster than the atomics
+// retire); both read 16 bytes per thread per step (uint4), the tail one key at a time.
+// INC and ADD differ in one token: INC adds the literal 1 (non-returning -> ATOMS.POPC.INC, which
+// merges a warp's same-address increments: cost = most distinct words in one bank), ADD adds a
+// runtime `one` (= 1) (-> ATOMS.ADD, which does not merge: cost = most lanes in one bank; 32 on
+// one hot bin). PRIVATE gives each warp its own copy of the bins; AGGREGATE combines a warp's
+// equal keys with __match_any_sync and adds the count from one lane per distinct bin.
+// LANE is the model-guided variant: the cost of both INC and ADD is wavefronts per instruction,
+// and wavefronts come from lanes meeting in a bank, so each lane gets its own copy of every bin
+// in its own bank -- word bin * 32 + lane, bank = lane -- and a warp instruction is one wavefront
+// whatever the keys (uniform, skewed, one bin). 32 copies per CTA (nbins * 128 B: 32 KB for 256
+// bins), shared by the CTA's warps (lane l of every warp updates copy l, hence still atomics),
+// summed at the end one bin per warp step (32 consecutive words, conflict-free, __reduce_add_sync).
 namespace histk {
 
-enum Mode { INC = 0, ADD = 1, PRIVATE = 2, AGGREGATE = 3 };
+enum Mode { INC = 0, ADD = 1, PRIVATE = 2, AGGREGATE = 3, LANE = 4 };
 
+// Byte distance between two bins: one word, or (LANE) 32 words, so bin b of lane l is word
+// b * 32 + l and lane l always lands in bank l.
 template <int MODE>
-__device__ __forceinline__ void bump(u32* bins, u32 b, u32 one) {
-  if (MODE == INC || MODE == PRIVATE) {
-    atomicAdd(bins + b, 1u);
+struct BinShift {
+  static constexpr int value = MODE == LANE ? 7 : 2;
+};
+
+// ((word >> bit) & binmask) << SH as one shift and one mask (mask = binmask << SH): the same two
+// instructions per key in every mode, so the kernels differ only in where the bins are.
+template <int SH, int BIT>
+__device__ __forceinline__ u32 bin_offset(u32 word, u32 mask) {
+  return (BIT >= SH ? (word >> (BIT - SH)) : (word << (SH - BIT))) & mask;
+}
+
+// One key's atomic; `base` is the CTA's (or warp's) bins, `off` the bin's byte offset (with the
+// lane's own bank already OR-ed in for LANE: offsets of bins are multiples of 128 there).
+template <int MODE>
+__device__ __forceinline__ void bump(unsigned char* base, u32 off, u32 one) {
+  u32* p = reinterpret_cast<u32*>(base + off);
+  if (MODE == INC || MODE == PRIVATE || MODE == LANE) {
+    atomicAdd(p, 1u);
   } else if (MODE == ADD) {
-    atomicAdd(bins + b, one);
+    atomicAdd(p, one);
   } else {
-    const u32 peers = __match_any_sync(__activemask(), b);
-    if ((threadIdx.x & 31u) == static_cast<u32>(__ffs(peers) - 1)) atomicAdd(bins + b, static_cast<u32>(__popc(peers)));
+    const u32 peers = __match_any_sync(__activemask(), off);
+    if ((threadIdx.x & 31u) == static_cast<u32>(__ffs(peers) - 1)) atomicAdd(p, static_cast<u32>(__popc(peers)));
   }
 }
 
-// keys: n uint32 (read as uint4 when n % 4 == 0 and aligned, the tail one by one).
-template <int MODE>
-__device__ __forceinline__ void histogram(const u32* __restrict__ keys, long long n, u32* out,
-                                          int nbins, u32 one) {
+// The bins of one uint4 of keys: 4 keys of 4 bytes, or 16 keys of 1 byte (little-endian order).
+template <int MODE, int KB>
+__device__ __forceinline__ void bump_vec(unsigned char* base, const uint4 k, u32 mask, u32 lanebits,
+                                         u32 one) {
+  constexpr int SH = BinShift<MODE>::value;
+  if (KB == 4) {
+    bump<MODE>(base, bin_offset<SH, 0>(k.x, mask) | lanebits, one);
+    bump<MODE>(base, bin_offset<SH, 0>(k.y, mask) | lanebits, one);
+    bump<MODE>(base, bin_offset<SH, 0>(k.z, mask) | lanebits, one);
+    bump<MODE>(base, bin_offset<SH, 0>(k.w, mask) | lanebits, one);
+  } else {
+    const u32 words[4] = {k.x, k.y, k.z, k.w};
+#pragma unroll
+    for (int i = 0; i < 4; ++i) {
+      bump<MODE>(base, bin_offset<SH, 0>(words[i], mask) | lanebits, one);
+      bump<MODE>(base, bin_offset<SH, 8>(words[i], mask) | lanebits, one);
+      bump<MODE>(base, bin_offset<SH, 16>(words[i], mask) | lanebits, one);
+      bump<MODE>(base, bin_offset<SH, 24>(words[i], mask) | lanebits, one);
+    }
+  }
+}
+
+template <int KB>
+__device__ __forceinline__ u32 load_key(const void* keys, long long i) {
+  if (KB == 4) return static_cast<const u32*>(keys)[i];
+  return static_cast<const unsigned char*>(keys)[i];
+}
+
+// keys: n keys of KB bytes (read as uint4 when aligned, which torch allocations are), counted
+// `passes` times into out (1 for a plain histogram; more make one launch long enough that its
+// fixed costs -- launch, zeroing, the flush to global -- do not hide the atomics).
+template <int MODE, int KB>
+__device__ __forceinline__ void histogram(const void* __restrict__ keys, long long n, u32* out,
+                                          int nbins, u32 one, int passes) {
   extern __shared__ __align__(16) u32 hist_smem[];
+  constexpr int SH = BinShift<MODE>::value;
+  const u32 lane = threadIdx.x & 31u;
+  const u32 warp = threadIdx.x >> 5;
   const u32 warps = blockDim.x >> 5;
-  const u32 copies = MODE == PRIVATE ? warps : 1u;
+  const u32 copies = MODE == PRIVATE ? warps : (MODE == LANE ? 32u : 1u);
   const u32 total = copies * static_cast<u32>(nbins);
   for (u32 i = threadIdx.x; i < total; i += blockDim.x) hist_smem[i] = 0u;
   __syncthreads();
-  u32* bins = hist_smem + (MODE == PRIVATE ? (threadIdx.x >> 5) * static_cast<u32>(nbins) : 0u);
-  const u32 binmask = static_cast<u32>(nbins) - 1u;
+  unsigned char* base = reinterpret_cast<unsigned char*>(
+      hist_smem + (MODE == PRIVATE ? warp * static_cast<u32>(nbins) : 0u));
+  const u32 lanebits = MODE == LANE ? lane * 4u : 0u;
+  // an 8-bit key has 8 bits: wider masks would pick up the next key's bits
+  const u32 mask = ((static_cast<u32>(nbins) - 1u) & (KB == 1 ? 0xffu : 0xffffffffu)) << SH;
   const long long stride = static_cast<long long>(gridDim.x) * blockDim.x;
-  const long long n4 = n / 4;
-  const uint4* keys4 = reinterpret_cast<const uint4*>(keys);
-  for (long long i = static_cast<long long>(blockIdx.x) * blockDim.x + threadIdx.x; i < n4; i += stride) {
-    const uint4 k = keys4[i];
-    bump<MODE>(bins, k.x & binmask, one);
-    bump<MODE>(bins, k.y & binmask, one);
-    bump<MODE>(bins, k.z & binmask, one);
-    bump<MODE>(bins, k.w & binmask, one);
+  constexpr int kKeysPerVec = 16 / KB;
+  const long long nv = n / kKeysPerVec;
+  const uint4* keys4 = static_cast<const uint4*>(keys);
+  for (int pass = 0; pass < passes; ++pass) {
+    // each pass a CTA takes its neighbour's slice of the previous pass, so repeated passes read
+    // the keys from L2, not from the CTA's own L1
+    const long long first = static_cast<long long>((blockIdx.x + static_cast<u32>(pass)) % gridDim.x) *
+                            blockDim.x + threadIdx.x;
+    for (long long i = first; i < nv; i += stride) bump_vec<MODE, KB>(base, keys4[i], mask, lanebits, one);
+    for (long long i = kKeysPerVec * nv + first; i < n; i += stride)
+      bump<MODE>(base, bin_offset<SH, 0>(load_key<KB>(keys, i), mask) | lanebits, one);
   }
-  for (long long i = 4 * n4 + static_cast<long long>(blockIdx.x) * blockDim.x + threadIdx.x; i < n;
-       i += stride)
-    bump<MODE>(bins, keys[i] & binmask, one);
   __syncthreads();
+  if (MODE == LANE) {
+    for (u32 b = warp; b < static_cast<u32>(nbins); b += warps) {  // warp-uniform bound
+      const u32 c = __reduce_add_sync(0xffffffffu, hist_smem[b * 32u + lane]);
+      if (lane == 0u && c) atomicAdd(out + b, c);
+    }
+    return;
+  }
   for (u32 b = threadIdx.x; b < static_cast<u32>(nbins); b += blockDim.x) {
     u32 c = 0;
     for (u32 w = 0; w < copies; ++w) c += hist_smem[w * static_cast<u32>(nbins) + b];
@@ -313,15 +380,21 @@ __device__ __forceinline__ void histogram(const u32* __restrict__ keys, long lon
 
 }  // namespace histk
 
-#define HIST_KERNEL(NAME, MODE)                                                                  \
-  extern "C" __global__ void __launch_bounds__(1024) NAME(const u32* __restrict__ keys,         \
+#define HIST_KERNEL(NAME, MODE, KB)                                                              \
+  extern "C" __global__ void __launch_bounds__(1024) NAME(const void* __restrict__ keys,        \
                                                           long long n, u32* out, int nbins,     \
-                                                          u32 one) {                            \
-    histk::histogram<MODE>(keys, n, out, nbins, one);                                            \
+                                                          u32 one, int passes) {                \
+    histk::histogram<MODE, KB>(keys, n, out, nbins, one, passes);                                \
   }
 
-HIST_KERNEL(hist_inc, histk::INC)
-HIST_KERNEL(hist_add, histk::ADD)
-HIST_KERNEL(hist_private, histk::PRIVATE)
-HIST_KERNEL(hist_aggregate, histk::AGGREGATE)
+HIST_KERNEL(hist_inc, histk::INC, 4)
+HIST_KERNEL(hist_add, histk::ADD, 4)
+HIST_KERNEL(hist_private, histk::PRIVATE, 4)
+HIST_KERNEL(hist_aggregate, histk::AGGREGATE, 4)
+HIST_KERNEL(hist_lane, histk::LANE, 4)
+HIST_KERNEL(hist_inc_u8, histk::INC, 1)
+HIST_KERNEL(hist_add_u8, histk::ADD, 1)
+HIST_KERNEL(hist_private_u8, histk::PRIVATE, 1)
+HIST_KERNEL(hist_aggregate_u8, histk::AGGREGATE, 1)
+HIST_KERNEL(hist_lane_u8, histk::LANE, 1)
 #endif

@@ -325,8 +325,23 @@ def summarize_sms(rows: list[SmThroughput], n_warps: int, max_spread: float = 0.
 # ---- launches (GPU) -------------------------------------------------------------------------
 
 ATOM_PARAMS = ("ptr", "ptr", "ptr", "ptr", "i32", "i32", "u32", "u32", "i32", "i32", "i32", "u32")
-HIST_PARAMS = ("ptr", "i64", "ptr", "i32", "u32")
-HIST_KERNELS = ("hist_inc", "hist_add", "hist_private", "hist_aggregate")
+HIST_PARAMS = ("ptr", "i64", "ptr", "i32", "u32", "i32")  # keys, n, out, nbins, one, passes
+# The case-study pair (one token apart), the two earlier candidates, and the model-guided variant.
+HIST_KERNELS = ("hist_inc", "hist_add", "hist_private", "hist_aggregate", "hist_lane")
+HIST_KEY_BYTES = (4, 1)  # 32-bit keys (hist_*) and 8-bit keys (hist_*_u8)
+HIST_LANE_MAX_BINS = 1024  # hist_lane keeps 32 copies: nbins * 128 B of shared memory per CTA
+
+
+def hist_entry(kernel: str, key_bytes: int) -> str:
+    """The kernel function for ``kernel`` (a HIST_KERNELS name) on keys of ``key_bytes`` bytes."""
+    if kernel not in HIST_KERNELS:
+        raise InvalidArgumentError(f"unknown histogram kernel {kernel!r}; allowed: {', '.join(HIST_KERNELS)}")
+    if key_bytes not in HIST_KEY_BYTES:
+        raise InvalidArgumentError(f"histogram keys must be 4 or 1 bytes wide, got {key_bytes}")
+    return kernel if key_bytes == 4 else f"{kernel}_u8"
+
+
+HIST_ENTRIES = tuple(hist_entry(k, b) for b in HIST_KEY_BYTES for k in HIST_KERNELS)
 
 
 @dataclass
@@ -442,28 +457,40 @@ class AtomSweep:
 
 
 class Histogram:
-    """The four histogram kernels on the current GPU."""
+    """The histogram kernels on the current GPU (32-bit and 8-bit keys)."""
 
     def __init__(self) -> None:
         from smemkit.runtime.launch import KernelModule
 
         self.module = KernelModule(source(), "atomics/histograms")
-        self.kernels = {name: self.module.function(name, HIST_PARAMS) for name in HIST_KERNELS}
+        self.kernels = {name: self.module.function(name, HIST_PARAMS) for name in HIST_ENTRIES}
 
     @staticmethod
     def smem_bytes(name: str, nbins: int, block: int) -> int:
-        copies = block // 32 if name == "hist_private" else 1
+        base = name.removesuffix("_u8")
+        copies = block // 32 if base == "hist_private" else 32 if base == "hist_lane" else 1
         return copies * nbins * 4
 
     def launcher(self, name: str, keys, out, nbins: int, *, block: int = 512, ctas_per_sm: int = 2,
-                 sm_count: int = 132):
+                 sm_count: int = 132, passes: int = 1):
+        """A no-argument launch of ``name`` (a HIST_KERNELS name) over ``keys``; the key width
+        (int32/uint32 or uint8) picks the kernel function. ``passes`` > 1 counts the keys that
+        many times in one launch (out = passes x the histogram)."""
         if nbins & (nbins - 1) or not 1 <= nbins <= 4096:
             raise InvalidArgumentError(f"nbins must be a power of two in 1..4096, got {nbins}")
-        kern = self.kernels[name]
+        if passes < 1:
+            raise InvalidArgumentError(f"passes must be >= 1, got {passes}")
+        base = name.removesuffix("_u8")
+        if base == "hist_lane" and nbins > HIST_LANE_MAX_BINS:
+            raise InvalidArgumentError(f"hist_lane keeps 32 copies of the bins: nbins <= "
+                                       f"{HIST_LANE_MAX_BINS}, got {nbins}")
+        if keys.data_ptr() % 16:
+            raise InvalidArgumentError("histogram keys must start on a 16-byte boundary (read as uint4)")
+        kern = self.kernels[hist_entry(base, keys.element_size())]
         grid = sm_count * ctas_per_sm
-        smem = self.smem_bytes(name, nbins, block)
+        smem = self.smem_bytes(base, nbins, block)
 
         def launch() -> None:
-            kern.launch(grid, block, keys, keys.numel(), out, nbins, 1, smem=smem)
+            kern.launch(grid, block, keys, keys.numel(), out, nbins, 1, passes, smem=smem)
 
         return launch

@@ -29,8 +29,28 @@ def test_every_variant_compiles_for_sm90a_without_spills():
 
 def test_histogram_kernels_compile_without_spills():
     m = K.compile_histograms("sm_90a")
-    assert set(K.HIST_KERNELS) <= set(m.resources)
-    assert all(not m.resources[k].spills for k in K.HIST_KERNELS)
+    assert "hist_lane" in K.HIST_KERNELS and len(K.HIST_ENTRIES) == 2 * len(K.HIST_KERNELS)
+    assert set(K.HIST_ENTRIES) <= set(m.resources)
+    for k in K.HIST_ENTRIES:
+        usage = m.resources[k]
+        assert not usage.spills and usage.stack_bytes == 0, f"{k} {usage}"
+        # __launch_bounds__(1024): 64 warps per SM leave 32 registers per thread
+        assert usage.registers <= 32, f"{k} uses {usage.registers} registers"
+
+
+def test_histogram_entries_and_shared_memory():
+    assert K.hist_entry("hist_lane", 4) == "hist_lane"
+    assert K.hist_entry("hist_lane", 1) == "hist_lane_u8"
+    with pytest.raises(InvalidArgumentError, match="4 or 1 bytes"):
+        K.hist_entry("hist_inc", 2)
+    with pytest.raises(InvalidArgumentError, match="unknown histogram kernel"):
+        K.hist_entry("hist_other", 4)
+    # one copy; one per warp; one per lane (bin b of lane l at word 32 b + l: 32 KB for 256 bins)
+    assert K.Histogram.smem_bytes("hist_inc", 256, 512) == 1024
+    assert K.Histogram.smem_bytes("hist_private_u8", 256, 512) == 16 * 1024
+    assert K.Histogram.smem_bytes("hist_lane", 256, 512) == 32 * 1024
+    assert K.Histogram.smem_bytes("hist_lane_u8", 64, 512) == 8 * 1024
+    assert K.HIST_PARAMS[-1] == "i32"  # passes
 
 
 def test_variant_names_and_errors():

@@ -157,3 +157,21 @@ def test_real_sass_of_our_variants(variant, kind, opcode):
     verdicts = sass.classify_cubin(Variant.parse(variant).compile("sm_90a").cubin)
     v = verdicts["atom_distinct_banks"]
     assert (v.kind, v.opcodes) == (kind, (opcode,))
+
+
+@needs_cuobjdump
+def test_real_sass_of_the_histogram_kernels():
+    """The pair is one token apart in SASS too (POPC.INC vs ADD); the model-guided hist_lane keeps
+    the increment form; every histogram atomic is native (no CAS loop), for both key widths."""
+    from smemkit.atomics import kernels as K
+
+    verdicts = sass.classify_cubin(K.compile_histograms("sm_90a").cubin)
+    want = {"hist_inc": "ATOMS.POPC.INC.32", "hist_add": "ATOMS.ADD", "hist_private": "ATOMS.POPC.INC.32",
+            "hist_aggregate": "ATOMS.ADD", "hist_lane": "ATOMS.POPC.INC.32"}
+    for kernel, opcode in want.items():
+        for key_bytes in K.HIST_KEY_BYTES:
+            entry = K.hist_entry(kernel, key_bytes)
+            v = verdicts[entry]
+            assert (v.kind, v.opcodes) == ("native", (opcode,)), entry
+            # 4 (32-bit) or 16 (8-bit) keys per uint4, plus the one-key tail
+            assert v.sites == (5 if key_bytes == 4 else 17), entry
