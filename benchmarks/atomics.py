@@ -74,6 +74,7 @@ CORE = ("add.int32.noret", "inc.int32.noret", "add.int32.ret", "add.float32.nore
         "cas.int32.noret", "exch.int32.noret", "max.int32.noret", "mix.int32.noret")
 QUICK_GRID = (1, 4, 16, 32, 64)
 HELD_OUT_N = (3, 6, 20, 44, 56)
+NCU_TIMEOUT_S = 400  # the histogram profile; the device allows 10 minutes per command
 THINKS = (4, 16, 64)
 HIST_N = 1 << 26  # DRAM regime: 256 MB of uint32 keys
 HIST_L2_N = 1 << 24  # L2 regimes: 16 MB of uint8 keys (H200 L2: 60 MB, two partitions)
@@ -519,7 +520,10 @@ def histograms_ncu(table: ServiceTable, out_dir: Path, regimes: list[HistRegime]
     cmd = ncu.profile_command(app, report, ncu=exe, kernel_regex="^hist_")
     cmd[1:1] = ["--cache-control", "none"]
     log(f"ncu: {' '.join(cmd[:8])} ...")
-    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=3000)
+    try:
+        proc = subprocess.run(cmd, capture_output=True, text=True, timeout=NCU_TIMEOUT_S)
+    except subprocess.TimeoutExpired:
+        return {"status": f"ncu timed out after {NCU_TIMEOUT_S} s"}
     if proc.returncode != 0 or not report.is_file():
         return {"status": f"ncu failed ({proc.returncode})", "stderr": proc.stderr[-2000:]}
     export = subprocess.run(ncu.import_command(report, ncu=exe), capture_output=True, text=True, timeout=600)
@@ -659,17 +663,22 @@ def main(argv: list[str] | None = None) -> int:
         log(f"case study {c['regime']:9s} {c['input']:8s} add/inc {add_inc:.2f}  lane speedup vs inc "
             f"{c['lane_speedup_vs_inc']:.2f}, vs add {c['lane_speedup_vs_add']:.2f}")
     if args.ncu and gpu:
+        if out_path:  # everything measured so far survives an ncu failure or a killed command
+            write_result(result, out_path, t0)
         out_dir = (out_path or DEFAULT_OUT).parent
         result["histogram"]["ncu"] = histograms_ncu(table, out_dir, regimes)
-    result["elapsed_s"] = round(time.time() - t0, 1)
-    text = json.dumps(_clean(result), indent=1, allow_nan=False)
     if out_path:
-        out_path.parent.mkdir(parents=True, exist_ok=True)
-        out_path.write_text(text + "\n")
-        log(f"wrote {out_path}")
+        write_result(result, out_path, t0)
     else:
         log("dry run: no --out given, nothing written")
     return 0
+
+
+def write_result(result: dict, out_path: Path, t0: float) -> None:
+    result["elapsed_s"] = round(time.time() - t0, 1)
+    out_path.parent.mkdir(parents=True, exist_ok=True)
+    out_path.write_text(json.dumps(_clean(result), indent=1, allow_nan=False) + "\n")
+    log(f"wrote {out_path}")
 
 
 def _clean(o):

@@ -79,3 +79,11 @@ def test_bench_reduction_needs_a_checkout(monkeypatch, tmp_path, capsys):
     monkeypatch.setattr(smemkit, "__file__", str(tmp_path / "a" / "b" / "smemkit" / "__init__.py"))
     assert main(["bench", "reduction", "--print-commands"]) == 2
     assert "source checkout" in capsys.readouterr().err
+
+
+def test_bench_reduction_checks_inputs_of_skipped_steps(monkeypatch, tmp_path, capsys):
+    from smemkit.runtime import device
+
+    monkeypatch.setattr(device, "require_gpu", lambda: 0)
+    assert main(["bench", "reduction", "--out", str(tmp_path), "--skip", "reduction"]) == 2
+    assert "credit-eval needs reduction.json" in capsys.readouterr().err

@@ -30,6 +30,8 @@ class Step:
     name: str
     what: str
     argv: tuple[str, ...]
+    output: str  # file this step writes into --out (removed before it runs: no stale results)
+    needs: tuple[str, ...] = ()  # files in --out it reads
     needs_ncu: bool = False
 
 
@@ -66,17 +68,21 @@ def steps(bench: Path, out: Path, quick: bool, skip: list[str]) -> list[Step]:
     methods = ("--methods", "compile", "triton", "staged", "reread", "cluster") if quick else ()
     plan = [
         Step("probe", "Table II: DSMEM primitives, HBM and host link",
-             (py, "-m", "smemkit", "probe", "--out", str(out / "probe.json"))),
+             (py, "-m", "smemkit", "probe", "--out", str(out / "probe.json")), "probe.json"),
         Step("reduction", "every variant and baseline per (workload, N): Fig. 3, Table IV",
-             (py, str(bench / "reduction.py"), "--out", str(out / "reduction.json"), *widths, *methods)),
+             (py, str(bench / "reduction.py"), "--out", str(out / "reduction.json"), *widths, *methods),
+             "reduction.json"),
         Step("credit-eval", "model inputs, control kernels, cluster timings: Table V, Fig. 4",
              (py, str(bench / "credit_eval.py"), "--out", str(out / "credit_eval.json"),
-              "--baselines", str(out / "reduction.json"), *widths)),
+              "--baselines", str(out / "reduction.json"), *widths), "credit_eval.json",
+             needs=("reduction.json",)),
         Step("dram-bytes", "Nsight Compute DRAM bytes per element at 64K: Fig. 5",
-             (py, str(bench / "dram_bytes.py"), "--out", str(out / "dram_bytes.json")), needs_ncu=True),
+             (py, str(bench / "dram_bytes.py"), "--out", str(out / "dram_bytes.json")), "dram_bytes.json",
+             needs_ncu=True),
         Step("report", "markdown report and PNGs",
              (py, str(bench / "report_credit.py"), str(out / "credit_eval.json"),
-              str(out / "reduction.json"), str(out))),
+              str(out / "reduction.json"), str(out)), "credit_eval.md",
+             needs=("credit_eval.json", "reduction.json")),
     ]
     return [s for s in plan if s.name not in skip]
 
@@ -93,6 +99,13 @@ def run(args: argparse.Namespace) -> int:
 
     require_gpu()
     args.out.mkdir(parents=True, exist_ok=True)
+    made = {s.output for s in plan}
+    missing = [f"{s.name} needs {n}" for s in plan for n in s.needs
+               if n not in made and not (args.out / n).exists()]
+    if missing:  # a skipped step's input must already be there, before any GPU time is spent
+        raise SmemkitError(f"in {args.out}: " + "; ".join(missing))
+    for s in plan:
+        (args.out / s.output).unlink(missing_ok=True)
     failed = []
     for i, s in enumerate(plan, 1):
         if s.needs_ncu and find_tool("ncu") is None:
