@@ -231,7 +231,7 @@ def generate(spec: ReductionSpec, variant: Variant) -> str:
         """Per-row divisions become multiplies by reciprocals declared before the loop."""
         before = set(hoisted)
         rewritten = expr.hoist_row_divisions(text, row_names, rcp_counter, hoisted)
-        for name in hoisted.keys() - before:
+        for name in [n for n in hoisted if n not in before]:  # insertion order: reproducible source
             w(f"  const float {name} = 1.0f / {expr.to_cuda(hoisted[name], rename)};")
         return rewritten
 
