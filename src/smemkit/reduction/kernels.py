@@ -139,7 +139,7 @@ def launch_args(spec: ReductionSpec, variant: Variant, M: int, N: int, args: lis
         # TB/s at N = 64K). Without columns one cluster per row measured faster (softmax_bwd
         # 3.86 vs 3.56 TB/s), since freshly launched CTAs overlap their loads with others' work;
         # the prefetch variants stage row r+1 during row r to win that overlap back.
-        clusters = min(clusters, resident_clusters(kernel, variant, smem))
+        clusters = min(clusters, resident_clusters(kernel, variant, smem, device))
     kernel.launch(clusters * variant.P, variant.threads, *args, cluster=variant.P, smem=smem,
                   device=device)
 
@@ -147,14 +147,15 @@ def launch_args(spec: ReductionSpec, variant: Variant, M: int, N: int, args: lis
 _RESIDENT: dict[tuple, int] = {}
 
 
-def resident_clusters(kernel: Kernel, variant: Variant, smem: int) -> int:
-    """Clusters (CTAs when P = 1) of the variant that the GPU holds at once (driver occupancy)."""
-    key = (id(kernel), variant, smem)
+def resident_clusters(kernel: Kernel, variant: Variant, smem: int, device: int | None = None) -> int:
+    """Clusters (CTAs when P = 1) of the variant that ``device`` (default: the current GPU) holds
+    at once (driver occupancy)."""
+    key = (id(kernel), variant, smem, device)
     if key not in _RESIDENT:
         if variant.P > 1:
-            count = kernel.max_active_clusters(variant.P, variant.threads, smem)
+            count = kernel.max_active_clusters(variant.P, variant.threads, smem, device)
         else:
-            count = kernel.max_active_ctas(variant.threads, smem)
+            count = kernel.max_active_ctas(variant.threads, smem, device)
         if count < 1:
             raise UnsupportedDeviceError(
                 f"{kernel.name}: a cluster of {variant.P} CTAs with {smem} B of shared memory each "

@@ -226,11 +226,12 @@ class Kernel:
         with torch.cuda.device(device_index):
             cuda_launch(_cuda_core_stream(torch_stream), config, handle, *packed)
 
-    def max_active_clusters(self, cluster: int, block: int, smem: int) -> int:
-        """How many clusters of ``cluster`` CTAs can be resident at once (driver occupancy)."""
+    def max_active_clusters(self, cluster: int, block: int, smem: int, device: int | None = None) -> int:
+        """How many clusters of ``cluster`` CTAs can be resident at once on ``device`` (default:
+        the current one; driver occupancy)."""
         from cuda.core import Device, LaunchConfig
 
-        device_index = require_gpu()
+        device_index = require_gpu() if device is None else device
         require_cluster_support(cluster, device_index)
         handle = self.module._load(self.name, device_index)
         self._set_attributes(handle.handle, device_index, smem, cluster)
@@ -239,9 +240,10 @@ class Kernel:
         return int(handle.occupancy.max_active_clusters(
             config, stream=Device(device_index).default_stream))
 
-    def max_active_ctas(self, block: int, smem: int) -> int:
-        """How many CTAs of ``block`` threads and ``smem`` bytes the whole GPU holds at once."""
-        device_index = require_gpu()
+    def max_active_ctas(self, block: int, smem: int, device: int | None = None) -> int:
+        """How many CTAs of ``block`` threads and ``smem`` bytes the whole GPU (``device``,
+        default the current one) holds at once."""
+        device_index = require_gpu() if device is None else device
         handle = self.module._load(self.name, device_index)
         self._set_attributes(handle.handle, device_index, smem, 1)
         per_sm = handle.occupancy.max_active_blocks_per_multiprocessor(block, smem)
