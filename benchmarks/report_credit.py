@@ -53,13 +53,12 @@ def crossovers(points, verdicts) -> dict:
     return out
 
 
-def figures(ev: dict, reduction: dict, cross: dict, out_dir: Path) -> list[str]:
+def figures(ev: dict, base: dict, cross: dict, out_dir: Path) -> list[str]:
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    base = baseline_table(reduction)
     fig, ax = plt.subplots(figsize=(7, 4.2))
     for name in sorted({r["workload"] for r in ev["records"]}):
         rs = sorted((r for r in ev["records"] if r["workload"] == name), key=lambda r: r["N"])
@@ -140,7 +139,8 @@ def main() -> None:
     ablation = accuracy(points, profile, paper_convention=False, ablation=True)
     h100_ours = accuracy(h100_credit(), profiles["h100_sxm"], paper_convention=True)
     cross = crossovers(points, ours[2])
-    pngs = figures(ev, reduction, cross, out_dir)
+    base = baseline_table(reduction)
+    pngs = figures(ev, base, cross, out_dir)
     s = ev["summary"]
     n = len(points)
     lines = [
@@ -176,10 +176,10 @@ def main() -> None:
         "",
         "| over | speedup |",
         "| --- | --- |",
-        *[f"| {k} | {v:.3f}x |" for k, v in geomean_64k(ev["records"], baseline_table(reduction)).items()],
+        *[f"| {k} | {v:.3f}x |" for k, v in geomean_64k(ev["records"], base).items()],
         "",
         f"Smallest ratio best-baseline / dispatched over the {n} points, dispatching by the model "
-        f"as run in credit_eval: {dispatch_vs_best_min(ev['records'], baseline_table(reduction)):.3f}.",
+        f"as run in credit_eval: {dispatch_vs_best_min(ev['records'], base):.3f}.",
         "",
         *fig5_lines(ev_path.parent / "dram_bytes.json"),
         *table2_lines(ev_path.parent / "probe.json"),

@@ -377,6 +377,7 @@ class AtomSweep:
         self.module = KernelModule(source(), f"atomics/{variant.name}", variant.defines())
         self._kernels: dict[str, object] = {}
         self._carveout_set: set[str] = set()
+        self._fits: set[tuple[str, int, int]] = set()
 
     def kernel(self, pattern: Pattern):
         if pattern.name not in self._kernels:
@@ -426,11 +427,14 @@ class AtomSweep:
         if pattern.name not in self._carveout_set:
             self._prefer_max_smem(pattern)
             self._carveout_set.add(pattern.name)
-        fit = kern.max_active_ctas(wpc * 32, lay.smem_bytes) // self.sm_count
-        if fit < ctas:
-            raise InvalidArgumentError(
-                f"{pattern.kernel}: {ctas} CTAs of {wpc * 32} threads and {lay.smem_bytes} B per SM "
-                f"were planned but only {fit} fit at once")
+        placement = (pattern.name, wpc, lay.smem_bytes)
+        if placement not in self._fits:  # one driver query per placement, not per launch
+            fit = kern.max_active_ctas(wpc * 32, lay.smem_bytes) // self.sm_count
+            if fit < ctas:
+                raise InvalidArgumentError(
+                    f"{pattern.kernel}: {ctas} CTAs of {wpc * 32} threads and {lay.smem_bytes} B per SM "
+                    f"were planned but only {fit} fit at once")
+            self._fits.add(placement)
         return _Launch(kern, ctas, wpc, lay, grid,
                        timing=torch.zeros(grid * wpc * 2, dtype=torch.int64, device="cuda"),
                        smids=torch.full((grid,), -1, dtype=torch.int32, device="cuda"),
