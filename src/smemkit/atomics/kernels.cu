@@ -269,6 +269,10 @@ ATOM_KERNEL(atom_conflict16, atomk::CONFLICT, 16)
 // whatever the keys (uniform, skewed, one bin). 32 copies per CTA (nbins * 128 B: 32 KB for 256
 // bins), shared by the CTA's warps (lane l of every warp updates copy l, hence still atomics),
 // summed at the end one bin per warp step (32 consecutive words, conflict-free, __reduce_add_sync).
+// PF (hist_lane_pf) adds the second fix the tool pointed at: with the unit no longer saturated the
+// counters showed no busy unit at all (latency-bound: each warp waits for its 16-byte load, then
+// issues its 16 atomics), so the next uint4 is loaded before the current one is counted, keeping
+// two loads per thread in flight. Only the loop's schedule changes; the atomics are LANE's.
 namespace histk {
 
 enum Mode { INC = 0, ADD = 1, PRIVATE = 2, AGGREGATE = 3, LANE = 4 };
@@ -333,7 +337,7 @@ __device__ __forceinline__ u32 load_key(const void* keys, long long i) {
 // keys: n keys of KB bytes (read as uint4 when aligned, which torch allocations are), counted
 // `passes` times into out (1 for a plain histogram; more make one launch long enough that its
 // fixed costs -- launch, zeroing, the flush to global -- do not hide the atomics).
-template <int MODE, int KB>
+template <int MODE, int KB, bool PF>
 __device__ __forceinline__ void histogram(const void* __restrict__ keys, long long n, u32* out,
                                           int nbins, u32 one, int passes) {
   extern __shared__ __align__(16) u32 hist_smem[];
@@ -359,7 +363,19 @@ __device__ __forceinline__ void histogram(const void* __restrict__ keys, long lo
     // the keys from L2, not from the CTA's own L1
     const long long first = static_cast<long long>((blockIdx.x + static_cast<u32>(pass)) % gridDim.x) *
                             blockDim.x + threadIdx.x;
-    for (long long i = first; i < nv; i += stride) bump_vec<MODE, KB>(base, keys4[i], mask, lanebits, one);
+    if (PF) {
+      if (first < nv) {
+        uint4 cur = keys4[first];
+        for (long long i = first + stride; i < nv; i += stride) {
+          const uint4 next = keys4[i];  // in flight while `cur` is counted
+          bump_vec<MODE, KB>(base, cur, mask, lanebits, one);
+          cur = next;
+        }
+        bump_vec<MODE, KB>(base, cur, mask, lanebits, one);
+      }
+    } else {
+      for (long long i = first; i < nv; i += stride) bump_vec<MODE, KB>(base, keys4[i], mask, lanebits, one);
+    }
     for (long long i = kKeysPerVec * nv + first; i < n; i += stride)
       bump<MODE>(base, bin_offset<SH, 0>(load_key<KB>(keys, i), mask) | lanebits, one);
   }
@@ -380,21 +396,23 @@ __device__ __forceinline__ void histogram(const void* __restrict__ keys, long lo
 
 }  // namespace histk
 
-#define HIST_KERNEL(NAME, MODE, KB)                                                              \
-  extern "C" __global__ void __launch_bounds__(1024) NAME(const void* __restrict__ keys,        \
-                                                          long long n, u32* out, int nbins,     \
-                                                          u32 one, int passes) {                \
-    histk::histogram<MODE, KB>(keys, n, out, nbins, one, passes);                                \
+#define HIST_KERNEL(NAME, MODE, KB, PF)                                                            \
+  extern "C" __global__ void __launch_bounds__(1024) NAME(const void* __restrict__ keys,           \
+                                                          long long n, u32* out, int nbins,        \
+                                                          u32 one, int passes) {                   \
+    histk::histogram<MODE, KB, PF>(keys, n, out, nbins, one, passes);                              \
   }
 
-HIST_KERNEL(hist_inc, histk::INC, 4)
-HIST_KERNEL(hist_add, histk::ADD, 4)
-HIST_KERNEL(hist_private, histk::PRIVATE, 4)
-HIST_KERNEL(hist_aggregate, histk::AGGREGATE, 4)
-HIST_KERNEL(hist_lane, histk::LANE, 4)
-HIST_KERNEL(hist_inc_u8, histk::INC, 1)
-HIST_KERNEL(hist_add_u8, histk::ADD, 1)
-HIST_KERNEL(hist_private_u8, histk::PRIVATE, 1)
-HIST_KERNEL(hist_aggregate_u8, histk::AGGREGATE, 1)
-HIST_KERNEL(hist_lane_u8, histk::LANE, 1)
+HIST_KERNEL(hist_inc, histk::INC, 4, false)
+HIST_KERNEL(hist_add, histk::ADD, 4, false)
+HIST_KERNEL(hist_private, histk::PRIVATE, 4, false)
+HIST_KERNEL(hist_aggregate, histk::AGGREGATE, 4, false)
+HIST_KERNEL(hist_lane, histk::LANE, 4, false)
+HIST_KERNEL(hist_inc_u8, histk::INC, 1, false)
+HIST_KERNEL(hist_add_u8, histk::ADD, 1, false)
+HIST_KERNEL(hist_private_u8, histk::PRIVATE, 1, false)
+HIST_KERNEL(hist_aggregate_u8, histk::AGGREGATE, 1, false)
+HIST_KERNEL(hist_lane_u8, histk::LANE, 1, false)
+HIST_KERNEL(hist_lane_pf, histk::LANE, 4, true)
+HIST_KERNEL(hist_lane_pf_u8, histk::LANE, 1, true)
 #endif

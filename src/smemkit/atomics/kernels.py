@@ -326,10 +326,13 @@ def summarize_sms(rows: list[SmThroughput], n_warps: int, max_spread: float = 0.
 
 ATOM_PARAMS = ("ptr", "ptr", "ptr", "ptr", "i32", "i32", "u32", "u32", "i32", "i32", "i32", "u32")
 HIST_PARAMS = ("ptr", "i64", "ptr", "i32", "u32", "i32")  # keys, n, out, nbins, one, passes
-# The case-study pair (one token apart), the two earlier candidates, and the model-guided variant.
-HIST_KERNELS = ("hist_inc", "hist_add", "hist_private", "hist_aggregate", "hist_lane")
+# The case-study pair (one token apart), the two earlier candidates, and the model-guided variants:
+# hist_lane (bins spread so every atomic is one wavefront) and hist_lane_pf (the same, with the next
+# keys loaded while the current ones are counted).
+HIST_KERNELS = ("hist_inc", "hist_add", "hist_private", "hist_aggregate", "hist_lane", "hist_lane_pf")
+LANE_KERNELS = ("hist_lane", "hist_lane_pf")  # 32 lane-indexed copies of the bins per CTA
 HIST_KEY_BYTES = (4, 1)  # 32-bit keys (hist_*) and 8-bit keys (hist_*_u8)
-HIST_LANE_MAX_BINS = 1024  # hist_lane keeps 32 copies: nbins * 128 B of shared memory per CTA
+HIST_LANE_MAX_BINS = 1024  # LANE_KERNELS keep 32 copies: nbins * 128 B of shared memory per CTA
 
 
 def hist_entry(kernel: str, key_bytes: int) -> str:
@@ -472,7 +475,7 @@ class Histogram:
     @staticmethod
     def smem_bytes(name: str, nbins: int, block: int) -> int:
         base = name.removesuffix("_u8")
-        copies = block // 32 if base == "hist_private" else 32 if base == "hist_lane" else 1
+        copies = block // 32 if base == "hist_private" else 32 if base in LANE_KERNELS else 1
         return copies * nbins * 4
 
     def launcher(self, name: str, keys, out, nbins: int, *, block: int = 512, ctas_per_sm: int = 2,
@@ -485,8 +488,8 @@ class Histogram:
         if passes < 1:
             raise InvalidArgumentError(f"passes must be >= 1, got {passes}")
         base = name.removesuffix("_u8")
-        if base == "hist_lane" and nbins > HIST_LANE_MAX_BINS:
-            raise InvalidArgumentError(f"hist_lane keeps 32 copies of the bins: nbins <= "
+        if base in LANE_KERNELS and nbins > HIST_LANE_MAX_BINS:
+            raise InvalidArgumentError(f"{base} keeps 32 copies of the bins: nbins <= "
                                        f"{HIST_LANE_MAX_BINS}, got {nbins}")
         if keys.data_ptr() % 16:
             raise InvalidArgumentError("histogram keys must start on a 16-byte boundary (read as uint4)")

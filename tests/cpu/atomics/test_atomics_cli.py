@@ -35,7 +35,7 @@ def run(argv):
 def test_analyze_prints_u_per_sm_verdict_and_evidence(capsys):
     assert run(["atomics", "analyze", str(DATA / "raw_instances.csv"), "--table", TABLE]) == 0
     out = capsys.readouterr().out
-    assert "the shared-atomic unit is the bottleneck (median U 0.70)" in out
+    assert "no unit is saturated (busiest: the atomic unit, 0.70)" in out
     assert "not the atomic unit: DRAM is busiest" in out
     assert "U per SM min 0.60 / median 0.70 / max 0.80 (instances, 4 SMs)" in out
     assert "NOT MEASURED" in out  # the hand table is a test fixture
@@ -105,7 +105,7 @@ def test_profile_with_a_stand_in_ncu(tmp_path, capsys):
     assert run(["atomics", "profile", "--ncu", str(fake), "--out", str(out_base), "--table", TABLE,
                 "--", sys.executable, "-c", "pass"]) == 0
     captured = capsys.readouterr()
-    assert "the shared-atomic unit is the bottleneck" in captured.out
+    assert "no unit is saturated (busiest: the atomic unit, 0.70)" in captured.out
     assert "application output line" in captured.err and "2 launches profiled" in captured.err
     assert (tmp_path / "prof.csv").read_text() == (DATA / "raw_instances.csv").read_text()
 

@@ -104,15 +104,22 @@ def test_md1():
 
 
 def test_verdict_atomic_bound():
-    v = verdict(PerSM(0.6, 0.7, 0.8, "instances", 4), {"issue": 0.35, "dram": 0.2, "shared": 0.5})
+    v = verdict(PerSM(0.75, 0.85, 0.9, "instances", 4), {"issue": 0.35, "dram": 0.2, "shared": 0.5})
     assert v.atomic_bound and v.bottleneck == "atomic"
-    assert "median 0.70" in v.evidence[0]
+    assert "median 0.85" in v.evidence[0]
     assert "shared-memory data pipe: 0.50 (includes the atomics' own traffic)" in v.evidence
 
 
 def test_shared_pipe_busy_with_the_atomics_themselves_does_not_steal_the_verdict():
-    v = verdict(PerSM(0.6, 0.7, 0.8, "instances", 4), {"issue": 0.3, "shared": 0.95, "lsu": 0.9})
+    v = verdict(PerSM(0.8, 0.82, 0.85, "instances", 4), {"issue": 0.3, "shared": 0.95, "lsu": 0.9})
     assert v.atomic_bound and v.bottleneck == "atomic"
+
+
+def test_atomic_unit_below_80_percent_with_nothing_else_busy_is_latency_bound():
+    """hist_inc on one bin from L2 on the H200: U 0.69, issue 0.62, and loading ahead sped it up."""
+    v = verdict(PerSM(0.63, 0.69, 0.76, "rollups", 132), {"issue": 0.62, "l2": 0.31, "dram": 0.09})
+    assert not v.atomic_bound and v.bottleneck == "none"
+    assert "latency- or dependency-bound" in v.summary and "the atomic unit, 0.69" in v.summary
 
 
 def test_verdict_other_unit():

@@ -69,7 +69,9 @@ def test_exact_per_sm_utilization_and_verdicts(table):
     u = inc.u_atom
     assert (u.source, u.sms) == ("instances", 4)
     assert (u.min, u.median, u.max) == pytest.approx((0.6, 0.7, 0.8))
-    assert inc.verdict.atomic_bound and inc.verdict.bottleneck == "atomic"
+    # median 0.70 < 0.8 and nothing else busy: latency-bound, with the busiest SM flagged
+    assert not inc.verdict.atomic_bound and inc.verdict.bottleneck == "none"
+    assert any("busiest SM's atomic unit reaches 0.80" in e for e in inc.verdict.evidence)
     add = res["hist_add"]
     assert add.u_atom.median == pytest.approx(0.5)  # 250k / 1M * 2
     assert not add.verdict.atomic_bound and add.verdict.bottleneck == "dram"

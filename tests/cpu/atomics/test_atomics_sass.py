@@ -175,3 +175,15 @@ def test_real_sass_of_the_histogram_kernels():
             assert (v.kind, v.opcodes) == ("native", (opcode,)), entry
             # 4 (32-bit) or 16 (8-bit) keys per uint4, plus the one-key tail
             assert v.sites == (5 if key_bytes == 4 else 17), entry
+
+
+@needs_cuobjdump
+def test_real_sass_of_the_prefetching_lane_histogram():
+    """hist_lane_pf counts a uint4 in the loop and the last one after it (the loop loads the next
+    uint4 before counting the current one): twice the atomics sites of hist_lane, same opcode."""
+    from smemkit.atomics import kernels as K
+
+    verdicts = sass.classify_cubin(K.compile_histograms("sm_90a").cubin)
+    for key_bytes, sites in ((4, 9), (1, 33)):
+        v = verdicts[K.hist_entry("hist_lane_pf", key_bytes)]
+        assert (v.kind, v.opcodes, v.sites) == ("native", ("ATOMS.POPC.INC.32",), sites)
