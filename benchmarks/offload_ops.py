@@ -33,7 +33,7 @@ Steps (records are written to --out after each one, so a timeout keeps what was 
 A table is printed last.
 
 --sweep times a few launch configurations of split_linear (HBM pipeline depth, CTAs per SM, k-split,
-host CTAs x window, pipelined / batch host stages, cp.async / ld.global.cs host reads) at r = 0, 0.25
+host CTAs x window, staged / direct / prefetched host groups, ld.global.cs / .nc host reads) at r = 0, 0.25
 and 1 for 8192x28672 and 4096x14336 at batch 1, 8, 64, against cuBLAS and the ideal, checks each
 result against float64, and writes one JSON record per configuration plus the best configuration
 per point (--sweep-out, default benchmarks/results/h200/offload_sweep.json); it stops starting new
@@ -210,9 +210,10 @@ def _rel_err(fn, ref, ref_norm: float, batch: int, n_out: int) -> float:
 
 
 def _compare_host_paths(doc, results, x, sw, host_ctas, host_window, args, wbytes, batch) -> None:
-    """All rows on the host: the default (cp.async, pipelined host stages), batch mode (load the
-    window, wait, multiply: host_stage=0) and register loads with ld.global.cs (host_load=3, batch),
-    as GB/s of weight; stored under "host_path_comparison"."""
+    """All rows on the host: the default (ld.global.cs groups staged through shared memory,
+    host_stage=1, run 6's scheme), fragments loaded directly (host_stage=0), the staged path with
+    the next group prefetched before the math (host_stage=2), and ld.global.nc instead of .cs
+    (host_load=1), as GB/s of weight; stored under "host_path_comparison"."""
     import torch
 
     from smemkit.offload.gemv import split_linear
@@ -220,7 +221,7 @@ def _compare_host_paths(doc, results, x, sw, host_ctas, host_window, args, wbyte
     entry = {"shape": list(sw.shape), "batch": batch, "host_ctas": host_ctas,
              "host_window_bytes": host_window}
     for name, kw in (("host_stage1", {}), ("host_stage0", {"host_stage": 0}),
-                     ("host_load3", {"host_load": 3})):
+                     ("host_stage2", {"host_stage": 2}), ("host_load1", {"host_load": 1})):
         def call(kw=kw):
             return split_linear(x, sw, host_ctas=host_ctas, host_window=host_window, **kw)
 
@@ -446,13 +447,15 @@ def sweep_configs(nt: int, r: float, plan) -> list[tuple[str, dict]]:
             sg = max(1, round(plan.split_g * f))
             if sg != plan.split_g:
                 cfgs.append((f"split_g={sg}", {"split_g": sg}))
-    if r > 0.0:  # the host side: congestion window, host CTAs, stage pipelining, load instruction
+    if r > 0.0:  # the host side: congestion window, host CTAs, staging / prefetch, load instruction
         cfgs += [("host 8x32K", {"host_ctas": 8, "host_window": 32768}),
                  ("host 12x16K", {"host_ctas": 12, "host_window": 16384}),
                  ("host 16x16K", {"host_ctas": 16, "host_window": 16384}),
                  ("host 16x8K", {"host_ctas": 16, "host_window": 8192}),
-                 ("host batch (host_stage=0)", {"host_stage": 0}),
-                 ("host ld.global.cs (host_load=3)", {"host_load": 3})]
+                 ("host direct fragments (host_stage=0)", {"host_stage": 0}),
+                 ("host prefetch (host_stage=2)", {"host_stage": 2}),
+                 ("host prefetch 16x16K", {"host_stage": 2, "host_ctas": 16, "host_window": 16384}),
+                 ("host ld.global.nc (host_load=1)", {"host_load": 1})]
     return cfgs
 
 

@@ -27,3 +27,28 @@ def test_cpu_tensor_is_rejected_with_its_name():
         check_tensor("weights", torch.zeros(4))
     with pytest.raises(InvalidArgumentError, match="weights must be a torch.Tensor"):
         check_tensor("weights", [1.0])
+
+
+def test_dynamic_shared_memory_attribute_is_raised_below_48_kb(monkeypatch):
+    """The driver's default dynamic limit is 48 KB minus the kernel's static shared memory, so the
+    attribute must be raised for any dynamic size, not only above 48 KB (run 7: split_gemv_nt8,
+    32784 B static + 32768 B dynamic, got occupancy 0)."""
+    driver = pytest.importorskip("cuda.bindings.driver")
+    from smemkit.runtime.launch import Kernel
+
+    calls = []
+
+    def fake_set(attr, value, handle, dev):
+        calls.append((attr, value))
+        return (0,)
+
+    monkeypatch.setattr(driver, "cuKernelSetAttribute", fake_set)
+    kern = Kernel(None, "k", ("ptr",))
+    kern._set_attributes(object(), 0, 0, 1)
+    assert calls == []
+    kern._set_attributes(object(), 0, 32768, 1)
+    attr = driver.CUfunction_attribute.CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES
+    assert calls == [(attr, 32768)]
+    kern._set_attributes(object(), 0, 16384, 1)  # already allowed: no second call
+    kern._set_attributes(object(), 0, 100000, 1)
+    assert calls == [(attr, 32768), (attr, 100000)]

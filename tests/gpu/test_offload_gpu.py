@@ -85,7 +85,7 @@ def test_any_congestion_window_gives_the_same_answer(host_ctas, window):
         assert rel_err(got, reference(x, w)) < TOL[torch.bfloat16]
 
 
-@pytest.mark.parametrize("host_stage", [0, 1])
+@pytest.mark.parametrize("host_stage", [0, 1, 2])
 @pytest.mark.parametrize("host_window", [8192, 16384, 24576, 32768])
 @pytest.mark.parametrize(("n", "k", "batch"), [(7, 72, 3), (203, 1000, 40)])
 def test_both_host_read_paths(host_stage, host_window, n, k, batch):
@@ -96,7 +96,24 @@ def test_both_host_read_paths(host_stage, host_window, n, k, batch):
         assert rel_err(got, reference(x, w, b)) < TOL[torch.bfloat16]
 
 
-@pytest.mark.parametrize("host_load", [1, 3])
+@pytest.mark.parametrize("host_stage", [0, 1, 2])
+def test_every_planned_launch_fits_the_driver(host_stage):
+    """Run 7's failures: static + dynamic shared memory just above 48 KB with dynamic <= 48 KB
+    (nt1 + a 32 KB window, nt8 + 8-16 KB) got occupancy 0 because the dynamic-size attribute was
+    only raised above 48 KB. Every plan the planner makes must now get slots from the driver."""
+    from smemkit.runtime.device import gpu_info
+
+    sms = gpu_info(0).sm_count
+    for batch in (1, 9, 17, 40, 64):
+        for host_steps in range(1, gemv.HOST_STEPS_MAX + 1):
+            for n_hbm in (0, 512, 1024):
+                plan = gemv.plan_for(1024, 4096, batch, n_hbm, torch.bfloat16, 0, host_ctas=4,
+                                     host_steps=host_steps, host_stage=host_stage)
+                # the CTAs per SM the kernel is built for (__launch_bounds__) fit at the default depth
+                assert plan.slots >= gemv.MIN_CTAS_PER_SM[plan.nt] * sms and plan.grid >= 1, plan
+
+
+@pytest.mark.parametrize("host_load", [1, 2])
 @pytest.mark.parametrize(("n", "k", "batch"), [(7, 72, 3), (203, 1000, 40)])
 def test_register_host_read_experiments(host_load, n, k, batch):
     w, x, b = make(n, k, batch, torch.bfloat16, bias=True)
@@ -172,6 +189,11 @@ def test_argument_errors_on_the_gpu():
             split_linear(x, sw, hbm_depth=gemv.HBM_DEPTH_MAX + 1)
         with pytest.raises(InvalidArgumentError, match="ctas_per_sm"):
             split_linear(x, sw, ctas_per_sm=0)
+        x64 = torch.randn(64, 128, device="cuda").to(torch.bfloat16)
+        with pytest.raises(InvalidArgumentError, match=f"hbm_depth = {gemv.HBM_DEPTH_MAX} needs"):
+            split_linear(x64, sw, hbm_depth=gemv.HBM_DEPTH_MAX)  # a valid depth whose ring cannot fit
+        with pytest.raises(InvalidArgumentError, match="host_load"):
+            split_linear(x, sw, host_load=3)
     with pytest.raises(InvalidArgumentError, match="freed"):
         split_linear(x, sw)
 

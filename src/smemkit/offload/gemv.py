@@ -2,9 +2,10 @@
 
 ``split_linear(x, w)`` computes ``x @ W.T (+ bias)`` for a :class:`~smemkit.offload.pinned.SplitWeight`
 ``W`` whose last rows live in pinned host memory, in one kernel: ``host_ctas`` CTAs stream the host
-rows (each with at most ``host_window`` bytes of host reads in flight), the others stream the HBM
-rows. Inputs of up to 64 rows run in one launch; longer inputs run in chunks of 64 rows (each
-chunk reads the whole weight again: this is the decode kernel, not the large-batch GEMM).
+rows with register loads (each with at most ``host_window`` bytes of host reads in flight), the
+others stream the HBM rows through cp.async stage rings. Inputs of up to 64 rows run in one
+launch; longer inputs run in chunks of 64 rows (each chunk reads the whole weight again: this is
+the decode kernel, not the large-batch GEMM).
 
 Everything above :class:`SplitScratch` is pure Python (tested without a GPU): the constants the
 kernel is built with, and :func:`plan_launch`, which turns a shape and a host configuration into
@@ -41,20 +42,23 @@ WARPS = 8
 TILE_M = 16
 TILE_K = 64  # k per pipeline stage (128 bytes of a bf16/fp16 row)
 ROW_BYTES = TILE_K * 2
-HOST_ROWS = 64  # rows per host unit (and per host stage)
+HOST_ROWS = TILE_M  # rows per host unit (one 16-row tile, run 6's host scheme)
+HOST_KSTEP = 32  # k per host k-step (a host warp's group is host_steps of them)
 HOST_STEPS_MAX = 4
 HBM_DEPTH_MAX = 7
-HOST_WINDOW_UNIT = HOST_ROWS * ROW_BYTES  # one host stage: 8 KB = 256 threads x 2 x 16 B
+HOST_WINDOW_UNIT = THREADS * 2 * 16  # host bytes in flight per CTA per k-step: 2 x 16 B per thread
 BATCH_TILES = (1, 2, 4, 8)
 MAX_BATCH = 8 * BATCH_TILES[-1]
 HBM_MT = {1: 1, 2: 1, 4: 1, 8: 2}  # 16-row tiles per warp on the HBM path
 HBM_ROWS = {nt: WARPS * TILE_M * mt for nt, mt in HBM_MT.items()}  # rows per HBM unit
 MIN_CTAS_PER_SM = {1: 2, 2: 2, 4: 2, 8: 1}
-# Default HBM pipeline depth (stages in flight per CTA): 3 x 16 KB = 48 KB per CTA at nt <= 4
-# (2-3 CTAs per SM: 96-144 KB per SM), 3 x 32 KB = 96 KB at nt = 8 (1 CTA per SM). Little's law:
-# 4.3 TB/s x ~1-2 us loaded latency = 4-9 MB in flight = 33-65 KB per SM.
-HBM_DEPTH = {1: 3, 2: 3, 4: 3, 8: 3}
-# Static shared memory of split_gemv_nt{nt} (the host-role k-half reduction + the last-CTA flag).
+# Default HBM pipeline depth (stages in flight per CTA): 2 x 16 KB = 32 KB per CTA at nt <= 4
+# (2 CTAs per SM: 64 KB per SM), 2 x 32 KB = 64 KB at nt = 8 (1 CTA per SM). Little's law:
+# 4.3 TB/s x ~1-2 us loaded latency = 4-9 MB in flight = 33-65 KB per SM. Run 7 (H200 sweep of
+# commit 363b08b) measured depth 2 faster than 3 at every r = 0 point it timed (e.g. 8192x28672,
+# B = 1: 1.19x cuBLAS vs 1.53x).
+HBM_DEPTH = {1: 2, 2: 2, 4: 2, 8: 2}
+# Static shared memory of split_gemv_nt{nt} (the host role's cross-warp sum + the last-CTA flag).
 STATIC_SMEM = {nt: WARPS * nt * 4 * 32 * 4 + 16 for nt in BATCH_TILES}
 SMEM_PER_BLOCK_OPTIN = 232448  # H100/H200: 227 KB per CTA (static + dynamic)
 DTYPE_CODE = {torch.bfloat16: 0, torch.float16: 1}
@@ -135,23 +139,37 @@ class LaunchPlan:
         return dict(self.__dict__)
 
 
-def smem_bytes(nt: int, *, hbm: bool, host: bool, hbm_depth: int, host_steps: int) -> int:
-    """Dynamic shared memory of one launch: the larger ring of the roles present; a ring holds
-    depth + 1 stages of (rows per unit + 8 nt x rows) x 128 bytes."""
+def host_stage_stride(host_steps: int) -> int:
+    """Row stride, in 16-byte chunks, of a host warp's staging tile (split_gemv.cu
+    host_stage_stride): C = 4 host_steps chunks per row, padded so the stride is 64 mod 128 bytes."""
+    c = 4 * host_steps
+    return c if c % 8 == 4 else c + 4
+
+
+def host_stage_bytes(host_steps: int, host_stage: int = 1) -> int:
+    """Dynamic shared memory of the host role: 8 warps x 16 rows x stride x 16 B (none when the
+    fragments are loaded directly, host_stage = 0)."""
+    return WARPS * HOST_ROWS * host_stage_stride(host_steps) * 16 if host_stage else 0
+
+
+def smem_bytes(nt: int, *, hbm: bool, host: bool, hbm_depth: int, host_steps: int,
+               host_stage: int = 1) -> int:
+    """Dynamic shared memory of one launch: the larger of the roles present: the HBM ring
+    (depth + 1 stages of (HBM_ROWS + 8 nt x rows) x 128 bytes) and the host warps' staging tiles."""
     need = 0
     if hbm:
         need = max(need, (hbm_depth + 1) * (HBM_ROWS[nt] + 8 * nt) * ROW_BYTES)
     if host:
-        need = max(need, (host_steps + 1) * (HOST_ROWS + 8 * nt) * ROW_BYTES)
+        need = max(need, host_stage_bytes(host_steps, host_stage))
     return need
 
 
 def max_hbm_depth(nt: int, smem_limit: int = SMEM_PER_BLOCK_OPTIN) -> int:
-    """The deepest HBM pipeline whose ring fits one CTA's shared memory."""
+    """The deepest HBM pipeline whose ring fits one CTA's shared memory (0: none does)."""
     for d in range(HBM_DEPTH_MAX, 0, -1):
         if smem_bytes(nt, hbm=True, host=False, hbm_depth=d, host_steps=1) + STATIC_SMEM[nt] <= smem_limit:
             return d
-    return 1
+    return 0
 
 
 def tier_time_us(blocks: int, split: int, ctas: int, block_bytes: float, bytes_per_us: float,
@@ -203,17 +221,19 @@ def mma_bytes_per_us(nt: int, ctas_per_sm: int) -> float:
 @lru_cache(maxsize=4096)
 def plan_launch(n_rows: int, k: int, batch: int, n_hbm: int, *, slots: int, host_ctas: int,
                 host_steps: int, split_g: int | None = None, split_h: int | None = None,
-                hbm_depth: int | None = None, hbm_bytes_per_us: float = HBM_BYTES_PER_US,
-                host_bytes_per_us: float = HOST_BYTES_PER_US, smem_limit: int = SMEM_PER_BLOCK_OPTIN,
-                ) -> LaunchPlan:
+                hbm_depth: int | None = None, host_stage: int = 1,
+                hbm_bytes_per_us: float = HBM_BYTES_PER_US, host_bytes_per_us: float = HOST_BYTES_PER_US,
+                smem_limit: int = SMEM_PER_BLOCK_OPTIN) -> LaunchPlan:
     """Plan one launch for an (n_rows x k) weight with ``n_hbm`` rows in HBM and ``batch`` input rows.
 
     ``slots`` is how many CTAs the GPU holds at once (SMs x CTAs per SM, at this launch's shared
-    memory). Host CTAs take units of 64 rows x one k-split; HBM CTAs units of HBM_ROWS[nt] rows x one
-    k-split (k-splits count 64-k chunks). Each tier's k-split minimises :func:`tier_time_us`, then
-    the tier gets the fewest CTAs that keep its waves (so every CTA has the same number of units,
-    +-1). ``split_g`` / ``split_h`` override the k-splits (then normalised so that no split is
-    empty); ``hbm_depth`` the HBM pipeline depth (default HBM_DEPTH[nt]).
+    memory). Host CTAs take units of one 16-row tile x one k-split; HBM CTAs units of
+    HBM_ROWS[nt] rows x one k-split (k-splits count 64-k chunks). Each tier's k-split minimises
+    :func:`tier_time_us`, then the tier gets the fewest CTAs that keep its waves (so every CTA has the
+    same number of units, +-1). ``split_g`` / ``split_h`` override the k-splits (then normalised so
+    that no split is empty); ``hbm_depth`` the HBM pipeline depth (default HBM_DEPTH[nt], lowered
+    to the deepest ring that fits ``smem_limit``: a configuration the planner picks always fits; a
+    forced ``hbm_depth`` that does not fit raises an error naming it).
     """
     for label, value in (("n_rows", n_rows), ("k", k), ("slots", slots), ("host_ctas", host_ctas),
                          ("host_steps", host_steps)):
@@ -226,7 +246,8 @@ def plan_launch(n_rows: int, k: int, batch: int, n_hbm: int, *, slots: int, host
     if host_steps > HOST_STEPS_MAX:
         raise InvalidArgumentError(f"host_steps = {host_steps} exceeds the kernel's {HOST_STEPS_MAX}")
     nt = batch_tiles(batch)
-    depth = HBM_DEPTH[nt] if hbm_depth is None else hbm_depth
+    check_host_stage(host_stage)
+    depth = default_hbm_depth(nt, smem_limit) if hbm_depth is None else hbm_depth
     if isinstance(depth, bool) or not isinstance(depth, int) or not 1 <= depth <= HBM_DEPTH_MAX:
         raise InvalidArgumentError(f"hbm_depth must be an integer in 1..{HBM_DEPTH_MAX}, got {depth!r}")
     ksteps = -(-k // TILE_K)
@@ -234,12 +255,12 @@ def plan_launch(n_rows: int, k: int, batch: int, n_hbm: int, *, slots: int, host
     rows_g = HBM_ROWS[nt]
     tiles_h = -(-n_host // HOST_ROWS)
     blocks_g = -(-n_hbm // rows_g)
-    smem = smem_bytes(nt, hbm=blocks_g > 0, host=tiles_h > 0, hbm_depth=depth, host_steps=host_steps)
+    smem = smem_bytes(nt, hbm=blocks_g > 0, host=tiles_h > 0, hbm_depth=depth, host_steps=host_steps,
+                      host_stage=host_stage)
     if smem + STATIC_SMEM[nt] > smem_limit:
-        raise InvalidArgumentError(
-            f"hbm_depth = {depth} / host_steps = {host_steps} need {smem + STATIC_SMEM[nt]} B of shared "
-            f"memory per CTA at batch {batch}; at most {smem_limit} "
-            f"(hbm_depth <= {max_hbm_depth(nt, smem_limit)})")
+        raise InvalidArgumentError(fit_error(
+            nt, batch, smem, smem_limit, hbm_depth=depth if blocks_g else None,
+            host_steps=host_steps if tiles_h else None, forced_depth=hbm_depth is not None))
     per_sm = MIN_CTAS_PER_SM[nt]
     mma_cap = mma_bytes_per_us(nt, per_sm)
 
@@ -248,7 +269,8 @@ def plan_launch(n_rows: int, k: int, batch: int, n_hbm: int, *, slots: int, host
         h_max = min(host_ctas, slots - 1 if blocks_g else slots)
         if h_max < 1:
             raise InvalidArgumentError(f"no CTA slot is left for the host rows (slots = {slots})")
-        cap = max(1, ksteps // (2 * host_steps))
+        # every warp should get >= 1 group of host_steps 32-k steps per split
+        cap = max(1, 2 * ksteps // (WARPS * host_steps))
         window = host_steps * HOST_WINDOW_UNIT
         sh = split_h if split_h is not None else choose_split(
             tiles_h, h_max, cap, HOST_ROWS * k * 2, host_bytes_per_us,
@@ -279,30 +301,74 @@ def plan_launch(n_rows: int, k: int, batch: int, n_hbm: int, *, slots: int, host
         hbm_depth=depth, smem=smem)
 
 
+def check_host_stage(host_stage: object) -> int:
+    if isinstance(host_stage, bool) or host_stage not in (0, 1, 2):
+        raise InvalidArgumentError("host_stage must be 1 (staged host groups, the default), 0 (fragments "
+                                   "loaded directly) or 2 (staged, next group prefetched), "
+                                   f"got {host_stage!r}")
+    return host_stage
+
+
+def default_hbm_depth(nt: int, smem_limit: int = SMEM_PER_BLOCK_OPTIN) -> int:
+    """HBM_DEPTH[nt], lowered to the deepest ring that fits ``smem_limit``. The launch needs the
+    larger of that ring and the host warps' tiles (at most host_stage_bytes(HOST_STEPS_MAX) = 40 KB,
+    which fit with the static part on any GPU with >= 72 KB per CTA)."""
+    return max(1, min(HBM_DEPTH[nt], max_hbm_depth(nt, smem_limit)))  # 1 when none fits: plan_launch says so
+
+
+def fit_error(nt: int, batch: int, smem: int, limit: int, *, hbm_depth: int | None, host_steps: int | None,
+              forced_depth: bool = True, what: str = "") -> str:
+    """The message for a launch whose shared memory does not fit, naming the arguments that set it."""
+    parts = []
+    if hbm_depth is not None:
+        parts.append(f"hbm_depth = {hbm_depth}{'' if forced_depth else ' (the default)'}")
+    if host_steps is not None:
+        parts.append(f"host_window = {host_steps * HOST_WINDOW_UNIT}")
+    hint = ""
+    if hbm_depth is not None:
+        best = max_hbm_depth(nt, limit)
+        hint = f" (hbm_depth <= {best} fits)" if best else " (no HBM ring fits at this batch tile)"
+    return (f"{' with '.join(parts) or 'this launch'} needs {smem} B of dynamic + {STATIC_SMEM[nt]} B of "
+            f"static shared memory per CTA of split_gemv_nt{nt} at batch {batch}{what}; the GPU allows "
+            f"{limit} B per CTA{hint}")
+
+
 def unit_coverage(plan: LaunchPlan, n_rows: int, k: int, n_hbm: int) -> dict[tuple[str, int, int], int]:
-    """How many times each (tier, 16-row tile, 64-k chunk) is computed under ``plan``, by walking the
-    kernel's unit loops in Python (the CPU tests require exactly once for every pair). A host unit's
-    two k-halves (warps w and w + 4) are counted as one visit of the chunk."""
+    """How many times each (tier, 16-row tile, k-step) is computed under ``plan``, by walking the
+    kernel's unit loops in Python (the CPU tests require exactly once for every pair). HBM k-steps
+    are 64-k chunks (a stage); host k-steps are 32-k steps (HOST_KSTEP), walked per warp in groups
+    of host_steps as host_role does."""
     ksteps = -(-k // TILE_K)
+    hsteps = -(-k // HOST_KSTEP)
     seen: dict[tuple[str, int, int], int] = {}
     n_host = n_rows - n_hbm
     rows_g = HBM_ROWS[plan.nt]
-    for tier, ctas, units, split, steps, rows, valid in (
-            ("host", plan.host_ctas, plan.units_h, plan.split_h, plan.steps_h, HOST_ROWS, n_host),
-            ("hbm", plan.hbm_ctas, plan.units_g, plan.split_g, plan.steps_g, rows_g, n_hbm)):
-        for cta in range(ctas):
-            nu = len(range(cta, units, ctas))
-            for q in range(nu * steps):  # the CTA's stage sequence, as the kernel walks it
-                j, c = divmod(q, steps)
-                rb, s = divmod(cta + j * ctas, split)
-                kc = s * steps + c
-                if kc >= ksteps:
-                    continue
-                for tile in range(rows // TILE_M):
-                    m0 = rb * rows + tile * TILE_M
-                    if m0 < valid:
-                        key = (tier, m0 // TILE_M, kc)
-                        seen[key] = seen.get(key, 0) + 1
+    hs = plan.host_steps
+    for cta in range(plan.host_ctas):
+        for unit in range(cta, plan.units_h, plan.host_ctas):
+            mt, s = divmod(unit, plan.split_h)
+            st0, st1 = 2 * s * plan.steps_h, min(hsteps, 2 * (s + 1) * plan.steps_h)
+            if mt * HOST_ROWS >= n_host:
+                continue
+            for warp in range(WARPS):
+                for st in range(st0 + warp * hs, st1, WARPS * hs):
+                    for u in range(hs):
+                        if st + u < st1:
+                            key = ("host", mt, st + u)
+                            seen[key] = seen.get(key, 0) + 1
+    for cta in range(plan.hbm_ctas):
+        nu = len(range(cta, plan.units_g, plan.hbm_ctas))
+        for q in range(nu * plan.steps_g):  # the CTA's stage sequence, as the kernel walks it
+            j, c = divmod(q, plan.steps_g)
+            rb, s = divmod(cta + j * plan.hbm_ctas, plan.split_g)
+            kc = s * plan.steps_g + c
+            if kc >= ksteps:
+                continue
+            for tile in range(rows_g // TILE_M):
+                m0 = rb * rows_g + tile * TILE_M
+                if m0 < n_hbm:
+                    key = ("hbm", m0 // TILE_M, kc)
+                    seen[key] = seen.get(key, 0) + 1
     return seen
 
 
@@ -314,17 +380,20 @@ def source() -> str:
 
 
 def defines(dtype: torch.dtype, host_load: int = 0, host_stage: int = 1) -> dict[str, int]:
-    """Compile-time choices of split_gemv.cu (see its header): dtype, host load instruction
-    (0 cp.async.cg into the stage ring; 1..3 through registers), and whether host stages are
-    pipelined (1) or loaded and multiplied in batches (0)."""
+    """Compile-time choices of split_gemv.cu (see its header): dtype, the host load instruction
+    (0 ld.global.cs, the default; 1 ld.global.nc.L1::no_allocate; 2 ld.global), and how a host warp
+    feeds its mma (1 staged through shared memory, the default; 0 fragments loaded directly; 2 staged
+    with the next group's loads issued before the current group's math)."""
     if dtype not in DTYPE_CODE:
         raise InvalidArgumentError(f"split kernel dtype must be bfloat16 or float16, got {dtype}")
-    if host_load not in (0, 1, 2, 3):
-        raise InvalidArgumentError("host_load must be 0 (cp.async.cg), 1 (ld.global.nc), 2 (ld.global) or "
-                                   "3 (ld.global.cs)")
-    if host_stage not in (0, 1):
-        raise InvalidArgumentError("host_stage must be 1 (pipelined host stages) or 0 (batch: load, wait, "
-                                   "multiply)")
+    if isinstance(host_load, bool) or host_load not in (0, 1, 2):
+        msg = ("host_load must be 0 (ld.global.cs, the default), 1 (ld.global.nc) or 2 (ld.global), "
+               f"got {host_load!r}")
+        if host_load == 3:
+            msg += ("; host_load=3 (ld.global.cs) is now the default 0, and the cp.async host ring it was "
+                    "compared with is gone (measured 2.55x the ideal at r = 1, docs/offload.md)")
+        raise InvalidArgumentError(msg)
+    check_host_stage(host_stage)
     return {"GEMV_DTYPE": DTYPE_CODE[dtype], "HOST_LOAD": host_load, "HOST_STAGE": host_stage}
 
 
@@ -340,8 +409,8 @@ def compile_variant(dtype: torch.dtype, arch: str = DEFAULT_ARCH, host_load: int
 
 
 def shipped_variants() -> list[tuple[torch.dtype, int, int]]:
-    """(dtype, HOST_LOAD, HOST_STAGE) the library launches by default: both dtypes, cp.async host
-    reads, pipelined host stages."""
+    """(dtype, HOST_LOAD, HOST_STAGE) the library launches by default: both dtypes, ld.global.cs host
+    reads staged through shared memory (run 6's host scheme)."""
     return [(torch.bfloat16, 0, 1), (torch.float16, 0, 1)]
 
 
@@ -389,22 +458,26 @@ def plan_for(n: int, k: int, batch: int, n_hbm: int, dtype: torch.dtype, device_
     from smemkit.runtime.device import gpu_info
 
     nt = batch_tiles(batch)
-    depth = HBM_DEPTH[nt] if hbm_depth is None else hbm_depth
-    smem = smem_bytes(nt, hbm=n_hbm > 0, host=n_hbm < n, hbm_depth=depth, host_steps=host_steps)
     info = gpu_info(device_index)
     limit = min(SMEM_PER_BLOCK_OPTIN, int(info.smem_per_block_optin))
-    if smem + STATIC_SMEM[nt] > limit:  # let plan_launch word the error
-        return plan_launch(n, k, batch, n_hbm, slots=1, host_ctas=host_ctas, host_steps=host_steps,
-                           hbm_depth=depth, smem_limit=limit)
-    slots = _slots(dtype, nt, device_index, host_load, host_stage, smem)
-    if ctas_per_sm is not None:
-        if isinstance(ctas_per_sm, bool) or not isinstance(ctas_per_sm, int) or ctas_per_sm < 1:
-            raise InvalidArgumentError(f"ctas_per_sm must be a positive integer, got {ctas_per_sm!r}")
-        slots = min(slots, ctas_per_sm * info.sm_count)
+    if ctas_per_sm is not None and (isinstance(ctas_per_sm, bool) or not isinstance(ctas_per_sm, int)
+                                    or ctas_per_sm < 1):
+        raise InvalidArgumentError(f"ctas_per_sm must be a positive integer, got {ctas_per_sm!r}")
+    # plan_launch checks the arguments and the shared memory (a forced hbm_depth that cannot fit
+    # raises there, naming it); this first plan (2 slots) only learns the launch's shared memory.
+    probe = plan_launch(n, k, batch, n_hbm, slots=2, host_ctas=host_ctas, host_steps=host_steps,
+                        hbm_depth=hbm_depth, host_stage=host_stage, smem_limit=limit)
+    slots = _slots(dtype, nt, device_index, host_load, host_stage, probe.smem)
     if slots < 1:
-        raise InvalidArgumentError(f"split_gemv_nt{nt} does not fit an SM with {smem} B of shared memory")
+        raise InvalidArgumentError(fit_error(
+            nt, batch, probe.smem, limit, hbm_depth=probe.hbm_depth if n_hbm else None,
+            host_steps=host_steps if n_hbm < n else None, forced_depth=hbm_depth is not None,
+            what=": the driver's occupancy calculator fits no CTA per SM"))
+    if ctas_per_sm is not None:
+        slots = min(slots, ctas_per_sm * info.sm_count)
     return plan_launch(n, k, batch, n_hbm, slots=slots, host_ctas=host_ctas, host_steps=host_steps,
-                       split_g=split_g, split_h=split_h, hbm_depth=depth, smem_limit=limit)
+                       split_g=split_g, split_h=split_h, hbm_depth=probe.hbm_depth, host_stage=host_stage,
+                       smem_limit=limit)
 
 
 def prepare(dtype: torch.dtype, device_index: int, max_batch: int = MAX_BATCH, host_load: int = 0,
@@ -513,9 +586,11 @@ def split_linear(x: torch.Tensor, weight: SplitWeight, bias: torch.Tensor | None
     8); ``host_window``: bytes of host reads in flight per such CTA (8192, 16384, 24576 or
     32768; default likewise, else 16384). ``out``: an output tensor to write (shape (..., N)).
     ``split_g``/``split_h`` force the k-splits; ``hbm_depth`` the HBM pipeline depth (stages of
-    HBM_ROWS x 64 k in flight per CTA); ``ctas_per_sm`` caps the CTAs per SM; ``host_load`` /
-    ``host_stage`` pick the host read variant of split_gemv.cu (experiments). Returns (..., N) in
-    x's dtype.
+    HBM_ROWS x 64 k in flight per CTA, default 2); ``ctas_per_sm`` caps the CTAs per SM;
+    ``host_load`` (0 ld.global.cs, 1 ld.global.nc, 2 ld.global) / ``host_stage`` (1 staged through
+    shared memory, 0 fragments loaded directly, 2 staged with the next group prefetched) pick the
+    host read variant of split_gemv.cu (the defaults 0 / 1 are run 6's measured host path; the
+    others are experiments). Returns (..., N) in x's dtype.
     """
     m, n, k = check_split_args(x, weight, bias, out)
     from smemkit.runtime.device import require_gpu

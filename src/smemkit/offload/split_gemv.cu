@@ -6,28 +6,48 @@
 //   rows n >= n_hbm come from `w_host` (pinned host memory through its mapped device pointer,
 //   (N - n_hbm) x K, row-major): the kernel reads both tiers at once, no staging buffer.
 //
-// One grid, two roles chosen by block index (never by %smid):
-//   blockIdx.x <  host_ctas   host CTAs (the congestion-controlled set). A unit is 64 host rows
-//                             (HOST_ROWS) x one k-split. A stage is those 64 rows x 64 k = 8 KB
-//                             (128 B per row: whole cache lines); the CTA keeps `host_steps`
-//                             stages (8-32 KB, the congestion window) in flight while it multiplies
-//                             the oldest one. The 8 warps are 4 row tiles x 2 k-halves; the halves
-//                             are summed through shared memory in warp order (deterministic).
-//   blockIdx.x >= host_ctas   HBM CTAs. A unit is 128 * HBM_MT rows x one k-split; a stage is
-//                             those rows x 64 k (16 KB, 32 KB at HBM_MT = 2); the CTA keeps
-//                             `hbm_depth` stages in flight.
-// Units are dealt to the CTAs of a role round-robin by block index, and each CTA runs ONE
-// pipeline across all of its units (the loads of the next unit are in flight while the current
-// unit stores its result), so a unit boundary costs no pipeline drain.
+// This file combines the two designs measured on the H200 (docs/offload.md, "Run 7"):
+//   HBM rows: the stage-ring design (commit 363b08b): cp.async.cg copies of whole 128-byte lines
+//             of W *and* x into a ring of shared-memory stages, one pipeline per CTA across its
+//             units; it measured 1.5-3x faster than the register design at r = 0.
+//   host rows: the register design of run 6 (ld.global.cs into registers, per-warp groups staged
+//             through shared memory, x fragments from global/L1): 45 GB/s host-only, 1.22x the
+//             ideal at r = 1, where the cp.async ring measured 2.55x and the ring's register
+//             batch mode 1.68x.
 //
-// Loads: cp.async.cg (LDGSTS, 16 B per thread, L1 bypassed) straight into a ring of shared-memory
-// stages: 8 consecutive threads copy one row's 128 B, so every warp instruction reads whole
+// One grid, two roles chosen by block index (never by %smid):
+//   blockIdx.x <  host_ctas   host CTAs (the congestion-controlled set). A unit is one 16-row
+//                             tile of the host rows (HOST_ROWS) times one k-split. The 8 warps
+//                             split the unit's k-range: warp w takes groups of `host_steps` k-steps
+//                             of 32 k (HOST_KSTEP) starting at step w * host_steps, every
+//                             8 * host_steps steps; it issues all loads of a group (2 x 16 B per
+//                             thread per k-step), waits for them, multiplies, so a CTA has at most
+//                             host_steps * 8 KB of host reads outstanding (the congestion window).
+//                             The warps are independent (no CTA barrier inside the k-loop), so
+//                             while one warp multiplies, the others' loads are in flight. The 8
+//                             warps' partial tiles are summed through shared memory in warp order
+//                             (deterministic).
+//   blockIdx.x >= host_ctas   HBM CTAs. A unit is 128 * HBM_MT rows x one k-split; a stage is
+//                             those rows x 64 k (16 KB, 32 KB at HBM_MT = 2) plus B rows of x; the
+//                             CTA keeps `hbm_depth` stages in flight.
+// Units are dealt to the CTAs of a role round-robin by block index. An HBM CTA runs ONE pipeline
+// across all of its units (the loads of the next unit are in flight while the current unit stores
+// its result), so a unit boundary costs no pipeline drain.
+//
+// HBM loads: cp.async.cg (LDGSTS, 16 B per thread, L1 bypassed) straight into a ring of shared-
+// memory stages: 8 consecutive threads copy one row's 128 B, so every warp instruction reads whole
 // 128-byte lines (4 rows x 128 B), and no registers are held by loads in flight. x (B x 64 k per
 // stage) is copied into the same stage, so the x fragments come from shared memory like the weight
 // fragments: nothing on the critical path waits for an L2 round trip except the pipeline's head.
 // Shared layout of a stage: row r (weight rows first, then 8 * NT x rows) at r * 128 B, its 16-byte
 // chunk c at position c ^ 4 * (r & 1): the fragment reads of a quarter warp (rows 2q, 2q + 1,
 // chunks 4s .. 4s + 3) then hit 32 distinct banks, and so do the copies (one row per 8 threads).
+//
+// Host loads: 16-byte register loads through the mapped pointer (HOST_LOAD). With HOST_STAGE >= 1
+// a warp's group (16 rows x host_steps * 64 B) is loaded chunk-major, so consecutive lanes read
+// consecutive 16-byte chunks of a row (64 B per row at host_steps = 1, 128 B and more from 2), and
+// stored to the warp's own shared-memory tile (row stride S chunks, S * 16 = 64 mod 128 bytes: no
+// bank conflicts), from which the mma fragments are read; x fragments are ld.global.nc (L1).
 //
 // Split-K across CTAs (split_g / split_h > 1): each unit writes its fp32 partial tile to the
 // workspace ws[split][B][N]; the CTA that arrives last on the tile's counter (threadfence +
@@ -48,13 +68,14 @@
 //
 // Compile-time choices (defaults build with no defines):
 //   GEMV_DTYPE  0 bf16, 1 fp16 (x, W, bias and y share it)
-//   HOST_LOAD   how host rows are read: 0 cp.async.cg into the stage ring (default); through
-//               registers then st.shared: 1 ld.global.nc.L1::no_allocate, 2 plain ld.global,
-//               3 ld.global.cs (the load `smemkit probe` measured at 51 GB/s). The register
-//               variants always run the host role in batch mode (below).
-//   HOST_STAGE  1 (default): host stages are pipelined (host_steps stages in flight while one is
-//               multiplied); 0: batch mode, the previous kernel's scheme: load host_steps stages,
-//               wait for all of them, multiply them, repeat (the window idles during the math).
+//   HOST_LOAD   the host load instruction: 0 ld.global.cs (streaming, evict-first; the load
+//               `smemkit probe` measured at 51 GB/s on pinned memory; default), 1
+//               ld.global.nc.L1::no_allocate, 2 plain ld.global
+//   HOST_STAGE  1 (default, run 6's measured scheme): load a group into registers, wait, store it
+//               to the warp's shared tile, multiply; 0: each thread loads its mma fragments
+//               directly (64 B per row per instruction, no shared memory); 2: as 1, but the next
+//               group's loads are issued right after the current group is stored, before its
+//               math (the same window, kept full during the multiply; not measured yet).
 // Kernels: split_gemv_nt1, _nt2, _nt4, _nt8 (NT = batch tiles of 8: B <= 8 * NT).
 #include <smemkit/ptx.cuh>
 
@@ -73,7 +94,8 @@
 #define TILE_M 16
 #define TILE_K 64
 #define ROW_CHUNKS 8
-#define HOST_ROWS 64
+#define HOST_ROWS 16
+#define HOST_KSTEP 32
 #define HOST_STEPS_MAX 4
 #define HBM_DEPTH_MAX 7
 
@@ -84,8 +106,9 @@ namespace sgemv {
 using namespace smemkit;
 
 // Per batch-tile count NT: 16-row tiles per warp on the HBM path (HBM_MT; rows per HBM unit =
-// 128 * HBM_MT), the default HBM pipeline depth (stages in flight) and the CTAs per SM the kernel
-// is built for (__launch_bounds__ minimum blocks: 128 registers per thread at 2, 255 at 1).
+// 128 * HBM_MT) and the CTAs per SM the kernel is built for (__launch_bounds__ minimum blocks:
+// 128 registers per thread at 2, 255 at 1). The HBM pipeline depth is a launch argument
+// (default gemv.HBM_DEPTH).
 #ifndef NT_TABLE
 #define HBM_MT_NT1 1
 #define HBM_MT_NT2 1
@@ -141,15 +164,15 @@ __device__ __forceinline__ void cp_async_wait_dyn(int n) {
   }
 }
 
-// Host weight rows through registers (HOST_LOAD 1..3), via the mapped (UVA) pointer.
+// Host weight rows, through the mapped (UVA) pointer of pinned memory, into registers.
 __device__ __forceinline__ uint4 ld_weight_host(const u16* p) {
   uint4 v;
-#if HOST_LOAD == 1
-  asm volatile("ld.global.nc.L1::no_allocate.v4.u32 {%0, %1, %2, %3}, [%4];"
+#if HOST_LOAD == 0
+  asm volatile("ld.global.cs.v4.u32 {%0, %1, %2, %3}, [%4];"
                : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w)
                : "l"(p));
-#elif HOST_LOAD == 3
-  asm volatile("ld.global.cs.v4.u32 {%0, %1, %2, %3}, [%4];"
+#elif HOST_LOAD == 1
+  asm volatile("ld.global.nc.L1::no_allocate.v4.u32 {%0, %1, %2, %3}, [%4];"
                : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w)
                : "l"(p));
 #else
@@ -157,6 +180,15 @@ __device__ __forceinline__ uint4 ld_weight_host(const u16* p) {
                : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w)
                : "l"(p));
 #endif
+  return v;
+}
+
+// x fragments of the host role: small and re-read by every warp of the CTA, so cached in L1.
+__device__ __forceinline__ uint4 ld_x(const u16* p) {
+  uint4 v;
+  asm volatile("ld.global.nc.v4.u32 {%0, %1, %2, %3}, [%4];"
+               : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w)
+               : "l"(p));
   return v;
 }
 
@@ -386,7 +418,8 @@ __device__ __forceinline__ void issue_stage(u32 slot, const u16* __restrict__ sr
 }
 
 // Multiply one stage: warp w takes 16-row tiles (w % MW) * MT .. + MT - 1 (MW = 8 / KWS warps per
-// k-half) and, with KWS = 2, only the k-half w / MW of the stage's 64 k.
+// k-half) and, with KWS = 2, only the k-half w / MW of the stage's 64 k. The HBM role uses KWS = 1
+// (KWS = 2 served the stage-ring host role of commit 363b08b, now replaced).
 template <int NT, int MT, int KWS, int R>
 __device__ __forceinline__ void compute_stage(float (&acc)[MT][NT][4], const uint4* slot, int B,
                                               int warp, int g, int t) {
@@ -418,16 +451,15 @@ __device__ __forceinline__ void compute_stage(float (&acc)[MT][NT][4], const uin
   }
 }
 
-// One role's whole job. The CTA's units are first, first + stride, ... < units; unit u is row
+// The HBM role's whole job. The CTA's units are first, first + stride, ... < units; unit u is row
 // block u / split (R rows) x k-split u % split (cps k-chunks). Stage q of the CTA's sequence is
-// chunk q % cps of its unit q / cps; the ring holds depth + 1 stages.
-template <int NT, int MT, int KWS, bool HOST>
-__device__ __forceinline__ void run_role(const Args& a, const u16* __restrict__ src, int rows_valid,
-                                         int out_row0, int split, int cps, int first, int stride,
-                                         int units, int depth, u32* counters, uint4* ring,
-                                         float (*red)[NT * 4][32], int* s_last) {
-  constexpr int R = GEMV_WARPS / KWS * MT * TILE_M;
-  constexpr int MW = GEMV_WARPS / KWS;
+// chunk q % cps of its unit q / cps; the ring holds depth + 1 stages, `depth` of them in flight
+// while the oldest is multiplied.
+template <int NT, int MT>
+__device__ __forceinline__ void hbm_role(const Args& a, const u16* __restrict__ src, int rows_valid,
+                                         int split, int cps, int first, int stride, int units,
+                                         int depth, u32* counters, uint4* ring, int* s_last) {
+  constexpr int R = GEMV_WARPS * MT * TILE_M;
   constexpr int SLOT = (R + 8 * NT) * ROW_CHUNKS;  // in uint4
   const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
   const int g = lane >> 2, t = lane & 3;
@@ -436,9 +468,7 @@ __device__ __forceinline__ void run_role(const Args& a, const u16* __restrict__ 
   const int total = nu * cps;
   const int nslots = depth + 1;
   const u32 ring_addr = smem_u32(ring);
-  const int mrow0 = (warp % MW) * MT * TILE_M;
-  constexpr bool REG_LOADS = HOST && HOST_LOAD != 0;
-  const bool batch = HOST && (HOST_STAGE == 0 || REG_LOADS);
+  const int mrow0 = warp * MT * TILE_M;
 
   float acc[MT][NT][4];
 #pragma unroll
@@ -460,8 +490,8 @@ __device__ __forceinline__ void run_role(const Args& a, const u16* __restrict__ 
       int rb, sp, c, kc;
       locate(q, rb, sp, c, kc);
       if (kc < kchunks) {
-        issue_stage<NT, R, !REG_LOADS>(ring_addr + slot_index * SLOT * 16, src, rb * R, rows_valid,
-                                       a.x, a.B, a.K, kc);
+        issue_stage<NT, R, true>(ring_addr + slot_index * SLOT * 16, src, rb * R, rows_valid, a.x, a.B,
+                                 a.K, kc);
       }
     }
     cp_async_commit();
@@ -469,33 +499,13 @@ __device__ __forceinline__ void run_role(const Args& a, const u16* __restrict__ 
   // After the last stage of a unit: the result (or this split's partial) goes out.
   auto epilogue = [&](int rb, int sp) {
     float* part = split > 1 ? a.ws + static_cast<u64>(sp) * a.B * a.N : nullptr;
-    const int row_end = out_row0 + rows_valid;
-    if (KWS == 2) {  // add the two k-halves: warps MW.. hand theirs to warps 0..MW-1
-      if (warp >= MW) {
 #pragma unroll
-        for (int nt = 0; nt < NT; ++nt)
-#pragma unroll
-          for (int i = 0; i < 4; ++i) red[warp - MW][nt * 4 + i][lane] = acc[0][nt][i];
-      }
-      __syncthreads();
-      if (warp < MW) {
-#pragma unroll
-        for (int nt = 0; nt < NT; ++nt)
-#pragma unroll
-          for (int i = 0; i < 4; ++i) acc[0][nt][i] += red[warp][nt * 4 + i][lane];
-        store_tile<NT>(acc[0], out_row0 + rb * R + mrow0, row_end, a.N, a.B, g, t, a.bias, a.y, part);
-      }
-      __syncthreads();  // `red` is rewritten by the next unit
-    } else {
-#pragma unroll
-      for (int mt = 0; mt < MT; ++mt) {
-        store_tile<NT>(acc[mt], out_row0 + rb * R + mrow0 + mt * TILE_M, row_end, a.N, a.B, g, t,
-                       a.bias, a.y, part);
-      }
+    for (int mt = 0; mt < MT; ++mt) {
+      store_tile<NT>(acc[mt], rb * R + mrow0 + mt * TILE_M, rows_valid, a.N, a.B, g, t, a.bias, a.y,
+                     part);
     }
     if (split > 1 && arrive_last(counters + rb, split, s_last)) {
-      reduce_partials(a.ws, split, out_row0 + rb * R, min(R, rows_valid - rb * R), a.N, a.B, a.bias,
-                      a.y);
+      reduce_partials(a.ws, split, rb * R, min(R, rows_valid - rb * R), a.N, a.B, a.bias, a.y);
     }
 #pragma unroll
     for (int mt = 0; mt < MT; ++mt)
@@ -503,59 +513,189 @@ __device__ __forceinline__ void run_role(const Args& a, const u16* __restrict__ 
       for (int nt = 0; nt < NT; ++nt) acc[mt][nt][0] = acc[mt][nt][1] = acc[mt][nt][2] = acc[mt][nt][3] = 0.0f;
   };
 
-  if (!batch) {
-    // Pipelined: `depth` stages in flight while the oldest is multiplied.
 #pragma unroll 1
-    for (int q = 0; q < depth; ++q) issue(q, q);
+  for (int q = 0; q < depth; ++q) issue(q, q);
 #pragma unroll 1
-    for (int q = 0; q < total; ++q) {
-      cp_async_wait_dyn(depth - 1);  // this thread's copies of stage q have landed
-      __syncthreads();               // everyone's have, and stage q - 1's slot is free again
-      issue(q + depth, (q + depth) % nslots);
-      int rb, sp, c, kc;
-      locate(q, rb, sp, c, kc);
-      if (kc < kchunks) compute_stage<NT, MT, KWS, R>(acc, ring + (q % nslots) * SLOT, a.B, warp, g, t);
-      if (c == cps - 1) epilogue(rb, sp);
+  for (int q = 0; q < total; ++q) {
+    cp_async_wait_dyn(depth - 1);  // this thread's copies of stage q have landed
+    __syncthreads();               // everyone's have, and stage q - 1's slot is free again
+    issue(q + depth, (q + depth) % nslots);
+    int rb, sp, c, kc;
+    locate(q, rb, sp, c, kc);
+    if (kc < kchunks) compute_stage<NT, MT, 1, R>(acc, ring + (q % nslots) * SLOT, a.B, warp, g, t);
+    if (c == cps - 1) epilogue(rb, sp);
+  }
+  cp_async_wait<0>();
+}
+
+// One 32-k step of a host warp's 16-row tile against every batch tile: wa/wb hold rows g and g+8
+// at k .. k+7 (zero when out of range). The x fragments are loaded first, from clamped (always
+// valid) addresses with no branch, so their loads issue together; out-of-range ones are zeroed
+// after the load. Batch tiles wholly past B are skipped (a warp-uniform test).
+template <int NT>
+__device__ __forceinline__ void host_mma_step(float (&acc)[NT][4], const uint4& wa, const uint4& wb,
+                                              const u16* __restrict__ x, int K, int B, int k, int g) {
+  uint4 xf[NT];
+  const int kc = min(k, K - 8);
+#pragma unroll
+  for (int nt = 0; nt < NT; ++nt) {
+    if (nt * 8 < B) {
+      const int b = nt * 8 + g;
+      xf[nt] = ld_x(x + static_cast<u64>(min(b, B - 1)) * K + kc);
+      if (b >= B || k >= K) xf[nt] = zero4();
     }
-    cp_async_wait<0>();
-  } else {
-    // Batch mode (host role only): load `depth` stages, wait for all, multiply them.
+  }
+#pragma unroll
+  for (int nt = 0; nt < NT; ++nt) {
+    if (nt * 8 < B) {
+      mma16816(acc[nt], wa.x, wb.x, wa.y, wb.y, xf[nt].x, xf[nt].y);
+      mma16816(acc[nt], wa.z, wb.z, wa.w, wb.w, xf[nt].z, xf[nt].w);
+    }
+  }
+}
+
+// Row stride (16-byte chunks) of a host warp's staging tile for a group of hs k-steps (C = 4 hs
+// chunks per row): S * 16 = 64 mod 128 bytes, so the fragment reads are bank-conflict free.
+// gemv.host_stage_bytes mirrors it.
+__device__ __forceinline__ int host_stage_stride(int hs) {
+  const int C = 4 * hs;
+  return (C % 8 == 4) ? C : C + 4;
+}
+
+// One group of a host warp: 16 rows x hs k-steps (C = 4 hs chunks of 16 B per row) from k-step st,
+// chunk-major (lane-consecutive chunks of a row), 2 hs loads of 16 B per thread.
+__device__ __forceinline__ void host_load_group(uint4 (&v)[2 * HOST_STEPS_MAX], const u16* __restrict__ w,
+                                                int m0, int n_host, int K, int st, int st1, int hs,
+                                                int lane) {
+  const int C = 4 * hs;
+#pragma unroll
+  for (int i = 0; i < 2 * HOST_STEPS_MAX; ++i) {
+    const int q = i * 32 + lane;
+    const int row = q / C, c = q - (q / C) * C;
+    const int step = st + (c >> 2);
+    const int k = step * HOST_KSTEP + 8 * (c & 3);
+    const bool ok = i < 2 * hs && m0 + row < n_host && step < st1 && k < K;
+    v[i] = ok ? ld_weight_host(w + static_cast<u64>(m0 + row) * K + k) : zero4();
+  }
+}
+
+// The host role (run 6's scheme). `stage_base` is the dynamic shared memory (8 warps x 16 rows x S
+// chunks with HOST_STAGE >= 1), `red` the static k-sum buffer.
+template <int NT>
+__device__ __forceinline__ void host_role(const Args& a, uint4* stage_base, float (*red)[NT * 4][32],
+                                          int hbm_blocks, int* s_last) {
+  const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
+  const int g = lane >> 2, t = lane & 3;
+  const int ksteps = (a.K + HOST_KSTEP - 1) / HOST_KSTEP;  // 32-k steps
+  const int n_host = a.N - a.n_hbm;
+  const int tiles = (n_host + HOST_ROWS - 1) / HOST_ROWS;
+  const int units = tiles * a.split_h;
+  const int hs = a.host_steps;
+  const int S = host_stage_stride(hs);
+  uint4* stage = stage_base + warp * HOST_ROWS * S;
+  (void)stage;
+  (void)S;
 #pragma unroll 1
-    for (int q0 = 0; q0 < total; q0 += depth) {
-      __syncthreads();  // the previous batch has been multiplied
-      if (REG_LOADS) {
-        uint4 v[2 * HOST_STEPS_MAX];
-        int dst[2 * HOST_STEPS_MAX];
+  for (int unit = blockIdx.x; unit < units; unit += a.host_ctas) {
+    const int mt = unit / a.split_h;
+    const int s = unit - mt * a.split_h;
+    const int m0 = mt * HOST_ROWS;  // local row in the host part
+    // steps_h counts 64-k chunks (the planner's unit); the warps walk them as 32-k steps
+    const int st0 = 2 * s * a.steps_h;
+    const int st1 = min(ksteps, st0 + 2 * a.steps_h);
+    float acc[NT][4];
 #pragma unroll
-        for (int i = 0; i < HOST_STEPS_MAX; ++i) {
-          int rb = 0, sp, c, kc = kchunks;
-          if (i < depth && q0 + i < total) locate(q0 + i, rb, sp, c, kc);
+    for (int nt = 0; nt < NT; ++nt) acc[nt][0] = acc[nt][1] = acc[nt][2] = acc[nt][3] = 0.0f;
+#if HOST_STAGE
+    const int C = 4 * hs;
+#if HOST_STAGE == 2
+    uint4 v[2 * HOST_STEPS_MAX];
+    if (st0 + warp * hs < st1) host_load_group(v, a.w_host, m0, n_host, a.K, st0 + warp * hs, st1, hs, lane);
+#endif
+#pragma unroll 1
+    for (int st = st0 + warp * hs; st < st1; st += GEMV_WARPS * hs) {
+#if HOST_STAGE == 1
+      uint4 v[2 * HOST_STEPS_MAX];
+      host_load_group(v, a.w_host, m0, n_host, a.K, st, st1, hs, lane);
+#endif
+      __syncwarp();
 #pragma unroll
-          for (int j = 0; j < 2; ++j) {
-            const int q = j * GEMV_THREADS + static_cast<int>(threadIdx.x);
-            const int row = q >> 3, ch = q & 7;
-            const int k = kc * TILE_K + 8 * ch;
-            const bool ok = kc < kchunks && rb * R + row < rows_valid && k < a.K;
-            dst[2 * i + j] = (i < depth && q0 + i < total) ? i * SLOT + swz(row, ch) : -1;
-            v[2 * i + j] = ok ? ld_weight_host(src + static_cast<u64>(rb * R + row) * a.K + k) : zero4();
-          }
-        }
+      for (int i = 0; i < 2 * HOST_STEPS_MAX; ++i) {
+        const int q = i * 32 + lane;
+        if (i < 2 * hs) stage[(q / C) * S + (q - (q / C) * C)] = v[i];
+      }
+      __syncwarp();
+#if HOST_STAGE == 2
+      // the next group's reads go out now, so the window stays full during this group's math
+      if (st + GEMV_WARPS * hs < st1) {
+        host_load_group(v, a.w_host, m0, n_host, a.K, st + GEMV_WARPS * hs, st1, hs, lane);
+      }
+#endif
+#if HOST_STAGE == 2
+#pragma unroll 1  // the prefetched group is live across the math: keep the mma loop rolled (nt4: no spill)
+#else
 #pragma unroll
-        for (int i = 0; i < 2 * HOST_STEPS_MAX; ++i) {
-          if (dst[i] >= 0) ring[dst[i]] = v[i];
+#endif
+      for (int u = 0; u < HOST_STEPS_MAX; ++u) {
+        if (u < hs && st + u < st1) {
+          const uint4 wa = stage[g * S + 4 * u + t];
+          const uint4 wb = stage[(g + 8) * S + 4 * u + t];
+          host_mma_step<NT>(acc, wa, wb, a.x, a.K, a.B, (st + u) * HOST_KSTEP + 8 * t, g);
         }
       }
+      __syncwarp();  // the next group overwrites `stage`
+    }
+#else
+    const int ra = m0 + g, rbw = m0 + g + 8;
+    const bool oka = ra < n_host, okb = rbw < n_host;
+    const u16* pa = a.w_host + static_cast<u64>(oka ? ra : 0) * a.K;
+    const u16* pb = a.w_host + static_cast<u64>(okb ? rbw : 0) * a.K;
 #pragma unroll 1
-      for (int i = 0; i < depth; ++i) issue(q0 + i, i);
-      cp_async_wait<0>();
-      __syncthreads();
-#pragma unroll 1
-      for (int i = 0; i < depth && q0 + i < total; ++i) {
-        int rb, sp, c, kc;
-        locate(q0 + i, rb, sp, c, kc);
-        if (kc < kchunks) compute_stage<NT, MT, KWS, R>(acc, ring + i * SLOT, a.B, warp, g, t);
-        if (c == cps - 1) epilogue(rb, sp);
+    for (int st = st0 + warp * hs; st < st1; st += GEMV_WARPS * hs) {
+      uint4 wa[HOST_STEPS_MAX], wb[HOST_STEPS_MAX];
+#pragma unroll
+      for (int u = 0; u < HOST_STEPS_MAX; ++u) {
+        const int k = (st + u) * HOST_KSTEP + 8 * t;
+        const bool v = u < hs && st + u < st1 && k < a.K;
+        wa[u] = (v && oka) ? ld_weight_host(pa + k) : zero4();
+        wb[u] = (v && okb) ? ld_weight_host(pb + k) : zero4();
       }
+#pragma unroll
+      for (int u = 0; u < HOST_STEPS_MAX; ++u) {
+        if (u < hs && st + u < st1) {
+          host_mma_step<NT>(acc, wa[u], wb[u], a.x, a.K, a.B, (st + u) * HOST_KSTEP + 8 * t, g);
+        }
+      }
+    }
+#endif
+    // Sum the 8 warps' tiles in warp order (deterministic); warp 0 stores.
+#pragma unroll
+    for (int nt = 0; nt < NT; ++nt) {
+#pragma unroll
+      for (int i = 0; i < 4; ++i) red[warp][nt * 4 + i][lane] = acc[nt][i];
+    }
+    __syncthreads();
+    if (warp == 0) {
+#pragma unroll
+      for (int nt = 0; nt < NT; ++nt) {
+#pragma unroll
+        for (int i = 0; i < 4; ++i) {
+          float v = red[0][nt * 4 + i][lane];
+#pragma unroll
+          for (int w = 1; w < GEMV_WARPS; ++w) v += red[w][nt * 4 + i][lane];
+          acc[nt][i] = v;
+        }
+      }
+      float* part = a.split_h > 1 ? a.ws + static_cast<u64>(s) * a.B * a.N : nullptr;
+      store_tile<NT>(acc, a.n_hbm + m0, a.N, a.N, a.B, g, t, a.bias, a.y, part);
+    }
+    if (a.split_h > 1) {
+      if (arrive_last(a.counters + hbm_blocks + mt, a.split_h, s_last)) {
+        reduce_partials(a.ws, a.split_h, a.n_hbm + m0, min(HOST_ROWS, n_host - m0), a.N, a.B, a.bias,
+                        a.y);
+      }
+    } else {
+      __syncthreads();  // `red` is rewritten by the next unit
     }
   }
 }
@@ -565,18 +705,16 @@ __device__ __forceinline__ void split_gemv(const Args& a) {
   extern __shared__ uint4 ring[];
   __shared__ float red[GEMV_WARPS][NT * 4][32];
   __shared__ int s_last;
-  const int hbm_blocks = (a.n_hbm + 128 * HbmMt<NT>::value - 1) / (128 * HbmMt<NT>::value);
+  constexpr int HBM_R = 128 * HbmMt<NT>::value;
+  const int hbm_blocks = (a.n_hbm + HBM_R - 1) / HBM_R;
   if (static_cast<int>(blockIdx.x) < a.host_ctas) {
-    const int n_host = a.N - a.n_hbm;
-    const int units = (n_host + HOST_ROWS - 1) / HOST_ROWS * a.split_h;
-    run_role<NT, 1, 2, true>(a, a.w_host, n_host, a.n_hbm, a.split_h, a.steps_h,
-                             static_cast<int>(blockIdx.x), a.host_ctas, units, a.host_steps,
-                             a.counters + hbm_blocks, ring, red, &s_last);
+    host_role<NT>(a, ring, red, hbm_blocks, &s_last);
   } else {
     const int units = hbm_blocks * a.split_g;
-    run_role<NT, HbmMt<NT>::value, 1, false>(
-        a, a.w_hbm, a.n_hbm, 0, a.split_g, a.steps_g, static_cast<int>(blockIdx.x) - a.host_ctas,
-        static_cast<int>(gridDim.x) - a.host_ctas, units, a.hbm_depth, a.counters, ring, red, &s_last);
+    hbm_role<NT, HbmMt<NT>::value>(a, a.w_hbm, a.n_hbm, a.split_g, a.steps_g,
+                                   static_cast<int>(blockIdx.x) - a.host_ctas,
+                                   static_cast<int>(gridDim.x) - a.host_ctas, units, a.hbm_depth,
+                                   a.counters, ring, &s_last);
   }
 }
 
@@ -587,9 +725,10 @@ __device__ __forceinline__ void split_gemv(const Args& a) {
 //   N, K, B, n_hbm, host_ctas, host_steps (1..HOST_STEPS_MAX), split_g, steps_g, split_h, steps_h,
 //   hbm_depth (1..HBM_DEPTH_MAX)
 // steps_* are k-chunks (64 k) per split; the counters are u32, one per HBM row block
-// (128 * HBM_MT rows) followed by one per host 64-row block, all zero before the first launch (the
-// kernel leaves them zero). Dynamic shared memory: the larger of the roles' rings,
-// (depth + 1) * (rows per unit + 8 NT) * 128 bytes (gemv.smem_bytes).
+// (128 * HBM_MT rows) followed by one per host 16-row tile, all zero before the first launch (the
+// kernel leaves them zero). Dynamic shared memory: the larger of the HBM ring,
+// (depth + 1) * (rows per unit + 8 NT) * 128 bytes, and the host warps' staging tiles,
+// 8 * 16 * S(host_steps) * 16 bytes with HOST_STAGE >= 1 (gemv.smem_bytes).
 #define SPLIT_GEMV_KERNEL(NT)                                                                   \
   extern "C" __global__ void __launch_bounds__(GEMV_THREADS, MIN_CTAS_NT##NT) split_gemv_nt##NT( \
       const u16* __restrict__ w_hbm, const u16* __restrict__ w_host, const u16* __restrict__ x, \

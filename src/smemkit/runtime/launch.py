@@ -140,7 +140,11 @@ class Kernel:
 
         attr = driver.CUfunction_attribute
         with self._lock:
-            if smem > self._smem_set.get(device_index, 48 * 1024):
+            # Raise the limit for any dynamic size not raised to yet. Without the attribute the
+            # driver allows 48 KB minus the kernel's *static* shared memory, not 48 KB: a launch
+            # (or an occupancy query) with static + dynamic > 48 KB but dynamic <= 48 KB fails
+            # (split_gemv_nt8: 32784 B static + 32768 B dynamic: occupancy 0).
+            if smem > self._smem_set.get(device_index, 0):
                 (err,) = driver.cuKernelSetAttribute(
                     attr.CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
                     smem,
