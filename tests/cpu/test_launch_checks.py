@@ -34,7 +34,7 @@ def test_dynamic_shared_memory_attribute_is_raised_below_48_kb(monkeypatch):
     attribute must be raised for any dynamic size, not only above 48 KB (run 7: split_gemv_nt8,
     32784 B static + 32768 B dynamic, got occupancy 0)."""
     driver = pytest.importorskip("cuda.bindings.driver")
-    from smemkit.runtime.launch import Kernel
+    from smemkit.runtime.launch import KernelModule
 
     calls = []
 
@@ -43,7 +43,8 @@ def test_dynamic_shared_memory_attribute_is_raised_below_48_kb(monkeypatch):
         return (0,)
 
     monkeypatch.setattr(driver, "cuKernelSetAttribute", fake_set)
-    kern = Kernel(None, "k", ("ptr",))
+    module = KernelModule("", "test")
+    kern = module.function("k", ("ptr",))
     kern._set_attributes(object(), 0, 0, 1)
     assert calls == []
     kern._set_attributes(object(), 0, 32768, 1)
@@ -51,4 +52,7 @@ def test_dynamic_shared_memory_attribute_is_raised_below_48_kb(monkeypatch):
     assert calls == [(attr, 32768)]
     kern._set_attributes(object(), 0, 16384, 1)  # already allowed: no second call
     kern._set_attributes(object(), 0, 100000, 1)
+    assert calls == [(attr, 32768), (attr, 100000)]
+    # a second Kernel for the same function shares the loaded kernel: it must not lower it
+    module.function("k", ("ptr",))._set_attributes(object(), 0, 8192, 1)
     assert calls == [(attr, 32768), (attr, 100000)]

@@ -59,6 +59,11 @@ class KernelModule:
     defines: dict[str, object] = field(default_factory=dict)
     _compiled: dict[str, CompiledModule] = field(default_factory=dict, repr=False)
     _objects: dict[tuple[str, int], object] = field(default_factory=dict, repr=False)
+    # Attributes live on the loaded kernel, which every Kernel of this module for that name and
+    # device shares: what was applied is kept here, so no Kernel lowers another's setting.
+    _smem_raised: dict[tuple[str, int], int] = field(default_factory=dict, repr=False)
+    _nonportable: set[tuple[str, int]] = field(default_factory=set, repr=False)
+    _lock: threading.RLock = field(default_factory=threading.RLock, repr=False)
 
     def compile(self, arch: str) -> CompiledModule:
         if arch not in self._compiled:
@@ -76,14 +81,18 @@ class KernelModule:
 
     def _load(self, name: str, device_index: int):
         key = (name, device_index)
-        if key not in self._objects:
-            from cuda.core import Device, ObjectCode
+        with self._lock:
+            return self._objects[key] if key in self._objects else self._load_new(key)
 
-            Device(device_index).set_current()
-            cap = gpu_info(device_index).capability
-            module = self.compile(arch_for_capability(*cap))
-            code = ObjectCode.from_cubin(module.cubin, name=self.label)
-            self._objects[key] = code.get_kernel(name)
+    def _load_new(self, key: tuple[str, int]):
+        from cuda.core import Device, ObjectCode
+
+        name, device_index = key
+        Device(device_index).set_current()
+        cap = gpu_info(device_index).capability
+        module = self.compile(arch_for_capability(*cap))
+        code = ObjectCode.from_cubin(module.cubin, name=self.label)
+        self._objects[key] = code.get_kernel(name)
         return self._objects[key]
 
 
@@ -94,9 +103,6 @@ class Kernel:
     module: KernelModule
     name: str
     params: tuple[str, ...]
-    _smem_set: dict[int, int] = field(default_factory=dict, repr=False)
-    _nonportable_set: set[int] = field(default_factory=set, repr=False)
-    _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
 
     def _pack(self, args: Sequence[object], device_index: int) -> list[object]:
         if len(args) != len(self.params):
@@ -139,12 +145,13 @@ class Kernel:
         from cuda.bindings import driver
 
         attr = driver.CUfunction_attribute
-        with self._lock:
-            # Raise the limit for any dynamic size not raised to yet. Without the attribute the
-            # driver allows 48 KB minus the kernel's *static* shared memory, not 48 KB: a launch
-            # (or an occupancy query) with static + dynamic > 48 KB but dynamic <= 48 KB fails
-            # (split_gemv_nt8: 32784 B static + 32768 B dynamic: occupancy 0).
-            if smem > self._smem_set.get(device_index, 0):
+        key = (self.name, device_index)
+        with self.module._lock:
+            # Raise the limit for any dynamic size not raised to yet, never lower it. Without the
+            # attribute the driver allows 48 KB minus the kernel's *static* shared memory, not
+            # 48 KB: a launch (or an occupancy query) with static + dynamic > 48 KB but dynamic
+            # <= 48 KB fails (split_gemv_nt8: 32784 B static + 32768 B dynamic: occupancy 0).
+            if smem > self.module._smem_raised.get(key, 0):
                 (err,) = driver.cuKernelSetAttribute(
                     attr.CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
                     smem,
@@ -155,8 +162,8 @@ class Kernel:
                     raise UnsupportedDeviceError(
                         f"could not raise {self.name}'s dynamic shared memory to {smem} B: {err}"
                     )
-                self._smem_set[device_index] = smem
-            if cluster > PORTABLE_CLUSTER_MAX and device_index not in self._nonportable_set:
+                self.module._smem_raised[key] = smem
+            if cluster > PORTABLE_CLUSTER_MAX and key not in self.module._nonportable:
                 (err,) = driver.cuKernelSetAttribute(
                     attr.CU_FUNC_ATTRIBUTE_NON_PORTABLE_CLUSTER_SIZE_ALLOWED,
                     1,
@@ -167,7 +174,7 @@ class Kernel:
                     raise UnsupportedDeviceError(
                         f"the GPU refused non-portable cluster size {cluster} for {self.name}: {err}"
                     )
-                self._nonportable_set.add(device_index)
+                self.module._nonportable.add(key)
 
     def launch(
         self,
