@@ -4,6 +4,7 @@ copy-then-cuBLAS, plus the host-read congestion probe (SPEC §2, issue 5). One c
     python benchmarks/offload_ops.py                # H200 -> benchmarks/results/h200/offload_ops.json
     python benchmarks/offload_ops.py --quick        # one shape, batch 1 and 8, three ratios
     python benchmarks/offload_ops.py --compile-only # no GPU: compile every shipped kernel for sm_90a
+    python benchmarks/offload_ops.py --sweep        # <= ~90 s: kernel configurations vs cuBLAS
 
 Steps (records are written to --out after each one, so a timeout keeps what was measured):
 1. link rates in this run: B_h = pinned host -> device copy (copy engine, exact-size pinned buffer
@@ -30,6 +31,13 @@ Steps (records are written to --out after each one, so a timeout keeps what was 
    max(r W / B_h, (1 - r) W / B_g, C / F) with B_h, B_g from step 1 and F the profile's bf16 rate,
    ms_over_ideal, eff_gbps = (weight + x + y bytes) / time, rel_err.
 A table is printed last.
+
+--sweep times a few launch configurations of split_linear (HBM pipeline depth, CTAs per SM, k-split,
+host CTAs x window, staged / direct / prefetched host groups, ld.global.cs / .nc host reads) at r = 0, 0.25
+and 1 for 8192x28672 and 4096x14336 at batch 1, 8, 64, against cuBLAS and the ideal, checks each
+result against float64, and writes one JSON record per configuration plus the best configuration
+per point (--sweep-out, default benchmarks/results/h200/offload_sweep.json); it stops starting new
+configurations after --sweep-budget-s (90 s).
 """
 
 from __future__ import annotations
@@ -44,6 +52,9 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 DEFAULT_OUT = ROOT / "benchmarks" / "results" / "h200" / "offload_ops.json"
+DEFAULT_SWEEP_OUT = ROOT / "benchmarks" / "results" / "h200" / "offload_sweep.json"
+SWEEP_SHAPES = ((8192, 28672), (4096, 14336))
+SWEEP_RATIOS = (0.0, 1.0, 0.25)
 SHAPES = ((4096, 14336), (14336, 4096), (8192, 28672), (28672, 8192))
 BATCHES = (1, 8, 64)
 RATIOS = ("0", "r*", "0.05", "0.1", "0.25", "0.5", "1.0")
@@ -75,6 +86,13 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
                    help="also write the device profile with the measured host_congestion field here")
     p.add_argument("--compile-only", action="store_true",
                    help="compile every shipped offload kernel for sm_90a, report registers/spills (no GPU)")
+    p.add_argument("--sweep", action="store_true",
+                   help="time kernel configurations (depth, CTAs/SM, splits, host window/stage/load) at "
+                        "r = 0, 0.25, 1 against cuBLAS; writes --sweep-out")
+    p.add_argument("--sweep-out", type=Path, default=DEFAULT_SWEEP_OUT)
+    p.add_argument("--sweep-budget-s", type=float, default=90.0)
+    p.add_argument("--sweep-shapes", default=",".join(f"{n}x{k}" for n, k in SWEEP_SHAPES))
+    p.add_argument("--sweep-reps", type=int, default=10)
     args = p.parse_args(argv)
     if args.quick:
         args.shapes, args.batches, args.ratios = "4096x14336", "1,8", "0,r*,0.25"
@@ -192,25 +210,28 @@ def _rel_err(fn, ref, ref_norm: float, batch: int, n_out: int) -> float:
 
 
 def _compare_host_paths(doc, results, x, sw, host_ctas, host_window, args, wbytes, batch) -> None:
-    """All rows on the host: split_linear with staged row segments (default) vs direct fragment
-    loads (host_stage=0), as GB/s of weight; stored under "host_path_comparison"."""
+    """All rows on the host: the default (ld.global.cs groups staged through shared memory,
+    host_stage=1, run 6's scheme), fragments loaded directly (host_stage=0), the staged path with
+    the next group prefetched before the math (host_stage=2), and ld.global.nc instead of .cs
+    (host_load=1), as GB/s of weight; stored under "host_path_comparison"."""
     import torch
 
     from smemkit.offload.gemv import split_linear
 
     entry = {"shape": list(sw.shape), "batch": batch, "host_ctas": host_ctas,
              "host_window_bytes": host_window}
-    for stage in (1, 0):
-        def call(stage=stage):
-            return split_linear(x, sw, host_ctas=host_ctas, host_window=host_window, host_stage=stage)
+    for name, kw in (("host_stage1", {}), ("host_stage0", {"host_stage": 0}),
+                     ("host_stage2", {"host_stage": 2}), ("host_load1", {"host_load": 1})):
+        def call(kw=kw):
+            return split_linear(x, sw, host_ctas=host_ctas, host_window=host_window, **kw)
 
         try:
             tm, mode = timed(call, args.reps, args.warmup)
             gbps = wbytes / (tm["ms"] * 1e-3) / 1e9
-            entry[f"host_stage{stage}"] = {**tm, "timing": mode, "weight_gbps": gbps}
+            entry[name] = {**tm, "timing": mode, "weight_gbps": gbps, "kwargs": kw}
         except Exception as exc:
             torch.cuda.synchronize()
-            entry[f"host_stage{stage}"] = {"error": f"{type(exc).__name__}: {str(exc)[:200]}"}
+            entry[name] = {"error": f"{type(exc).__name__}: {str(exc)[:200]}"}
     doc.setdefault("host_path_comparison", []).append(entry)
     results.flush()
 
@@ -282,7 +303,7 @@ def run(args: argparse.Namespace) -> int:
             log(f"congestion probe failed ({doc['congestion']['error']}); using the defaults")
         if cong is not None:
             doc["congestion"] = cong
-            host_ctas = cong["choice"]["host_ctas"]
+            host_ctas = cong["profile_field"]["split_gemv_host_ctas"]
             host_window = window_to_host_steps(cong["choice"]["window_bytes"]) * HOST_WINDOW_UNIT
             host_source = "congestion probe of this run"
             log(f"congestion choice: {cong['choice']}")
@@ -410,6 +431,145 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
+def sweep_configs(nt: int, r: float, plan) -> list[tuple[str, dict]]:
+    """(label, split_linear keyword arguments) to time at one point; ``plan`` is the default plan."""
+    from smemkit.offload import gemv
+
+    cfgs: list[tuple[str, dict]] = [("default", {})]
+    if r < 1.0:  # the HBM side: pipeline depth (bytes in flight), CTAs per SM, k-split
+        for d in sorted({1, 2, 3, 4, 5} - {plan.hbm_depth}):
+            if d <= gemv.max_hbm_depth(nt):
+                cfgs.append((f"hbm_depth={d}", {"hbm_depth": d}))
+        if gemv.MIN_CTAS_PER_SM[nt] > 1:
+            cfgs.append(("ctas_per_sm=1", {"ctas_per_sm": 1}))
+            cfgs.append(("ctas_per_sm=1,hbm_depth=5", {"ctas_per_sm": 1, "hbm_depth": 5}))
+        for f in (0.5, 2.0):
+            sg = max(1, round(plan.split_g * f))
+            if sg != plan.split_g:
+                cfgs.append((f"split_g={sg}", {"split_g": sg}))
+    if r > 0.0:  # the host side: congestion window, host CTAs, staging / prefetch, load instruction
+        cfgs += [("host 8x32K", {"host_ctas": 8, "host_window": 32768}),
+                 ("host 12x16K", {"host_ctas": 12, "host_window": 16384}),
+                 ("host 16x16K", {"host_ctas": 16, "host_window": 16384}),
+                 ("host 16x8K", {"host_ctas": 16, "host_window": 8192}),
+                 ("host direct fragments (host_stage=0)", {"host_stage": 0}),
+                 ("host prefetch (host_stage=2)", {"host_stage": 2}),
+                 ("host prefetch 16x16K", {"host_stage": 2, "host_ctas": 16, "host_window": 16384}),
+                 ("host ld.global.nc (host_load=1)", {"host_load": 1})]
+    return cfgs
+
+
+def sweep(args: argparse.Namespace) -> int:
+    """Several kernel configurations per (shape, batch, r) against cuBLAS: see the module docstring."""
+    import torch
+    import torch.nn.functional as F
+
+    from smemkit.hw.environment import device_block
+    from smemkit.hw.profile import select_profile
+    from smemkit.offload import gemv
+    from smemkit.offload.costmodel import hardware_from_profile
+    from smemkit.offload.gemv import launch_plan_for, split_linear
+    from smemkit.offload.pinned import SplitWeight
+    from smemkit.runtime.device import require_gpu
+
+    t_start = time.time()
+    require_gpu()
+    torch.manual_seed(0)
+    profile, _why = select_profile()
+    hw = hardware_from_profile(profile)
+    doc = {"benchmark": "offload_ops --sweep", "status": "running", "command": " ".join(sys.argv),
+           "device": device_block(), "records": [], "best": []}
+    results = Results(args.sweep_out, doc)
+    links = measure_links(10)
+    doc["links"] = links
+    b_h, b_g = links["B_h_bytes_per_s"], links["B_g_bytes_per_s"]
+    log(f"sweep: B_h {links['B_h_gbps']:.1f} GB/s, B_g {links['B_g_tbps']:.3f} TB/s")
+    hc0, hw0 = 8, 16384  # the congestion probe's choice on the H200 (run 6)
+    doc["default_host"] = {"host_ctas": hc0, "host_window": hw0}
+    shapes = [tuple(int(v) for v in sh.lower().split("x")) for sh in args.sweep_shapes.split(",") if sh]
+    stopped = False
+    for n_out, k in shapes:
+        if stopped:
+            break
+        wbytes = n_out * k * 2
+        w = (torch.randn(n_out, k, device="cuda", dtype=torch.float32) * k ** -0.5).to(torch.bfloat16)
+        for r in SWEEP_RATIOS:
+            if stopped:
+                break
+            sw = SplitWeight(w, r)
+            for batch in BATCHES:
+                if time.time() - t_start > args.sweep_budget_s:
+                    stopped = True
+                    log(f"sweep budget of {args.sweep_budget_s:.0f} s used: stopping")
+                    break
+                x = torch.randn(batch, k, device="cuda", dtype=torch.bfloat16)
+                ref = x.double() @ w.double().T
+                ref_norm = float(ref.norm())
+                ideal = max(sw.ratio * wbytes / b_h, (1 - sw.ratio) * wbytes / b_g,
+                            2.0 * batch * n_out * k / hw.flops_per_s) * 1e3
+                cub, _ = timed(lambda x=x, w=w: F.linear(x, w), args.sweep_reps, 1)
+                plan0 = launch_plan_for(batch, sw, host_ctas=hc0, host_window=hw0)
+                point = []
+                for label, kw in sweep_configs(plan0.nt, sw.ratio, plan0):
+                    kw = {"host_ctas": hc0, "host_window": hw0, **kw}
+                    rec = {"shape": [n_out, k], "batch": batch, "r": r, "r_actual": sw.ratio,
+                           "config": label, "kwargs": kw, "ideal_ms": ideal, "cublas_ms": cub["ms"]}
+                    try:
+                        keys = ("host_ctas", "host_window", "host_load", "host_stage", "split_g", "split_h",
+                                "hbm_depth", "ctas_per_sm")
+                        plan_kw = {key: kw[key] for key in keys if key in kw}
+                        rec["plan"] = launch_plan_for(batch, sw, **plan_kw).as_dict()
+
+                        def call(out=None, x=x, sw=sw, kw=kw):
+                            return split_linear(x, sw, out=out, **kw)
+
+                        rec["rel_err"] = _rel_err(call, ref, ref_norm, batch, n_out)
+                        tm, mode = timed(call, args.sweep_reps, 1)
+                        rec.update(tm, timing=mode, x_ideal=tm["ms"] / ideal, x_cublas=tm["ms"] / cub["ms"],
+                                   host_gbps=(sw.host_rows * k * 2 / (tm["ms"] * 1e-3) / 1e9
+                                              if sw.ratio == 1.0 else None))
+                        ok = rec["rel_err"] < 1e-2
+                        rec["correct"] = ok
+                    except Exception as exc:
+                        torch.cuda.synchronize()
+                        rec["error"] = f"{type(exc).__name__}: {str(exc)[:300]}"
+                    results.add(rec)
+                    point.append(rec)
+                    extra = (f" host {rec['host_gbps']:.1f} GB/s" if rec.get("host_gbps") else "")
+                    log(f"  {n_out}x{k} B={batch:2d} r={r:<4} {label:32s} "
+                        + (f"{rec['ms']:.4f} ms  x{rec['x_ideal']:.3f} ideal  x{rec['x_cublas']:.3f} cuBLAS"
+                           f"{extra}  err {rec['rel_err']:.1e}" if "ms" in rec else rec.get("error", "?")))
+                good = [q for q in point if q.get("correct")]
+                if good:
+                    best = min(good, key=lambda q: q["ms"])
+                    doc["best"].append({"shape": [n_out, k], "batch": batch, "r": r,
+                                        "config": best["config"], "kwargs": best["kwargs"], "ms": best["ms"],
+                                        "x_ideal": best["x_ideal"],
+                                        "x_cublas": best["x_cublas"], "default_ms": point[0].get("ms"),
+                                        "default_x_ideal": point[0].get("x_ideal"),
+                                        "default_x_cublas": point[0].get("x_cublas")})
+                    results.flush()
+                del x, ref
+            sw.free()
+        del w
+        torch.cuda.empty_cache()
+    doc["status"] = "budget_exhausted" if stopped else "complete"
+    doc["elapsed_s"] = time.time() - t_start
+    doc["constants"] = {"HBM_DEPTH": gemv.HBM_DEPTH, "HBM_ROWS": gemv.HBM_ROWS,
+                        "MIN_CTAS_PER_SM": gemv.MIN_CTAS_PER_SM}
+    results.flush()
+    print()
+    print(f"{'shape':>12} {'B':>3} {'r':>5} {'default x ideal':>15} {'x cuBLAS':>9}   "
+          "best config (x ideal, x cuBLAS)")
+    for b in doc["best"]:
+        d_ideal = b["default_x_ideal"] or float("nan")
+        d_cublas = b["default_x_cublas"] or float("nan")
+        print(f"{b['shape'][0]:>5}x{b['shape'][1]:<6} {b['batch']:>3} {b['r']:>5} "
+              f"{d_ideal:15.3f} {d_cublas:9.3f}   "
+              f"{b['config']} ({b['x_ideal']:.3f}, {b['x_cublas']:.3f})")
+    return 0
+
+
 def print_table(doc: dict) -> None:
     rows: dict[tuple, dict] = {}
     for r in doc["records"]:
@@ -441,6 +601,8 @@ def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
     if args.compile_only:
         return compile_only()
+    if args.sweep:
+        return sweep(args)
     return run(args)
 
 

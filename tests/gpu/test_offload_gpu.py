@@ -85,7 +85,7 @@ def test_any_congestion_window_gives_the_same_answer(host_ctas, window):
         assert rel_err(got, reference(x, w)) < TOL[torch.bfloat16]
 
 
-@pytest.mark.parametrize("host_stage", [0, 1])
+@pytest.mark.parametrize("host_stage", [0, 1, 2])
 @pytest.mark.parametrize("host_window", [8192, 16384, 24576, 32768])
 @pytest.mark.parametrize(("n", "k", "batch"), [(7, 72, 3), (203, 1000, 40)])
 def test_both_host_read_paths(host_stage, host_window, n, k, batch):
@@ -94,6 +94,61 @@ def test_both_host_read_paths(host_stage, host_window, n, k, batch):
         got = split_linear(x, sw, b, host_stage=host_stage, host_window=host_window, host_ctas=4,
                            out=poisoned(batch, n, torch.bfloat16))
         assert rel_err(got, reference(x, w, b)) < TOL[torch.bfloat16]
+
+
+@pytest.mark.parametrize("host_stage", [0, 1, 2])
+def test_every_planned_launch_fits_the_driver(host_stage):
+    """Run 7's failures: static + dynamic shared memory just above 48 KB with dynamic <= 48 KB
+    (nt1 + a 32 KB window, nt8 + 8-16 KB) got occupancy 0 because the dynamic-size attribute was
+    only raised above 48 KB. Every plan the planner makes must now get slots from the driver."""
+    from smemkit.runtime.device import gpu_info
+
+    sms = gpu_info(0).sm_count
+    for batch in (1, 9, 17, 40, 64):
+        for host_steps in range(1, gemv.HOST_STEPS_MAX + 1):
+            for n_hbm in (0, 512, 1024):
+                plan = gemv.plan_for(1024, 4096, batch, n_hbm, torch.bfloat16, 0, host_ctas=4,
+                                     host_steps=host_steps, host_stage=host_stage)
+                # the CTAs per SM the kernel is built for (__launch_bounds__) fit at the default depth
+                assert plan.slots >= gemv.MIN_CTAS_PER_SM[plan.nt] * sms and plan.grid >= 1, plan
+
+
+@pytest.mark.parametrize("host_load", [1, 2])
+@pytest.mark.parametrize(("n", "k", "batch"), [(7, 72, 3), (203, 1000, 40)])
+def test_register_host_read_experiments(host_load, n, k, batch):
+    w, x, b = make(n, k, batch, torch.bfloat16, bias=True)
+    with SplitWeight(w, 0.5) as sw:
+        got = split_linear(x, sw, b, host_load=host_load, host_window=16384, host_ctas=3,
+                           out=poisoned(batch, n, torch.bfloat16))
+        assert rel_err(got, reference(x, w, b)) < TOL[torch.bfloat16]
+
+
+@pytest.mark.parametrize("hbm_depth", [1, 2, 3, 5])
+@pytest.mark.parametrize("ctas_per_sm", [None, 1])
+@pytest.mark.parametrize(("n", "k", "batch"), [(300, 4096, 1), (1000, 1032, 17), (999, 2056, 64)])
+def test_pipeline_depths_and_ctas_per_sm(hbm_depth, ctas_per_sm, n, k, batch):
+    w, x, b = make(n, k, batch, torch.bfloat16, bias=True)
+    nt = gemv.batch_tiles(batch)
+    if hbm_depth > gemv.max_hbm_depth(nt):
+        pytest.skip("ring does not fit shared memory at this batch")
+    with SplitWeight(w, 0.25) as sw:
+        got = split_linear(x, sw, b, hbm_depth=hbm_depth, ctas_per_sm=ctas_per_sm,
+                           out=poisoned(batch, n, torch.bfloat16))
+        assert torch.isfinite(got).all()
+        assert rel_err(got, reference(x, w, b)) < TOL[torch.bfloat16]
+
+
+@pytest.mark.parametrize(("n", "batch"), [(999, 64), (1000, 64), (999, 5)])
+def test_split_k_reduction_scalar_and_vector_paths(n, batch):
+    """N % 4 != 0 takes the scalar reduction, N % 4 == 0 the float4 one; both sum in split order."""
+    w, x, b = make(n, 3000, batch, torch.bfloat16, bias=True)
+    ref = reference(x, w, b)
+    with SplitWeight(w, 0.4) as sw:
+        outs = [split_linear(x, sw, b, split_g=6, split_h=5, host_ctas=4,
+                             out=poisoned(batch, n, torch.bfloat16)) for _ in range(3)]
+        torch.cuda.synchronize()
+        for o in outs:
+            assert rel_err(o, ref) < TOL[torch.bfloat16] and torch.equal(o, outs[0])
 
 
 @pytest.mark.parametrize("ratio", [0.0, 0.013, 0.25, 1.0])
@@ -130,6 +185,16 @@ def test_argument_errors_on_the_gpu():
             split_linear(x, sw, host_window=1000)
         with pytest.raises(InvalidArgumentError, match="host_ctas"):
             split_linear(x, sw, host_ctas=0)
+        with pytest.raises(InvalidArgumentError, match="hbm_depth"):
+            split_linear(x, sw, hbm_depth=gemv.HBM_DEPTH_MAX + 1)
+        with pytest.raises(InvalidArgumentError, match="ctas_per_sm"):
+            split_linear(x, sw, ctas_per_sm=0)
+        x64 = torch.randn(64, 128, device="cuda").to(torch.bfloat16)
+        with pytest.raises(InvalidArgumentError,
+                           match=rf"hbm_depth = {gemv.HBM_DEPTH_MAX}( with host_window = \d+)? needs"):
+            split_linear(x64, sw, hbm_depth=gemv.HBM_DEPTH_MAX)  # a valid depth whose ring cannot fit
+        with pytest.raises(InvalidArgumentError, match="host_load"):
+            split_linear(x, sw, host_load=3)
     with pytest.raises(InvalidArgumentError, match="freed"):
         split_linear(x, sw)
 

@@ -30,8 +30,15 @@ PROBE_THREADS = 256
 HBM_LPT = 8
 H_VALUES = (1, 2, 4, 8, 16, 32)
 WINDOWS = (4096, 8192, 16384, 32768, 65536)
-DEFAULT_HOST_CTAS = 8
+DEFAULT_HOST_CTAS = 16  # the split GEMV's measured best on the H200 (see split_gemv_host_ctas)
 DEFAULT_WINDOW = 16384
+# The split GEMV's host CTAs also do the math, so each keeps its window full less of the time than
+# the probe's read-only CTAs: the H200 sweep (benchmarks/results/h200/offload_sweep.json) measured
+# 16 CTAs x 16 KB at 0.84x the time of the probe's pick (8 x 16 KB), geomean over 12 shapes and
+# ratios, never slower. So the GEMV takes the most CTAs, up to SPLIT_HOST_CTAS_MAX (issue 5 bounds
+# host readers at 16), whose HBM drop the probe measured within HBM_DROP_LIMIT at the chosen window.
+SPLIT_HOST_CTAS_MAX = 16
+HBM_DROP_LIMIT = 0.03
 PROBE_PARAMS = ("ptr", "u64", "ptr", "u64", "i32", "i32", "u64", "ptr", "ptr")
 
 
@@ -108,14 +115,29 @@ def choose_window(points: Sequence[CongestionPoint], *, host_fraction: float = 0
     }
 
 
-def profile_field(choice: dict, *, source: str) -> dict:
-    """The ``host_congestion`` entry of a device profile from a :func:`choose_window` result."""
+def split_host_ctas(points: Sequence[CongestionPoint], choice: dict, *,
+                    host_fraction: float = 0.95) -> int:
+    """Host CTAs for the split GEMV: the most (<= SPLIT_HOST_CTAS_MAX) that the probe measured at
+    the chosen window reaching ``host_fraction`` of the best host rate with an HBM drop within
+    HBM_DROP_LIMIT; the probe's own pick when none does."""
+    best = max((p.host_gbps for p in points if math.isfinite(p.host_gbps)), default=0.0)
+    ok = [p.host_ctas for p in points
+          if p.window_bytes == choice["window_bytes"] and p.host_ctas <= SPLIT_HOST_CTAS_MAX
+          and math.isfinite(p.host_gbps) and p.host_gbps >= host_fraction * best
+          and p.hbm_drop is not None and math.isfinite(p.hbm_drop) and p.hbm_drop <= HBM_DROP_LIMIT]
+    return max(ok, default=int(choice["host_ctas"]))
+
+
+def profile_field(choice: dict, *, source: str, split_ctas: int | None = None) -> dict:
+    """The ``host_congestion`` entry of a device profile from a :func:`choose_window` result
+    (``split_ctas``: :func:`split_host_ctas`, default the probe's pick)."""
     from smemkit.offload.gemv import HOST_WINDOW_UNIT, window_to_host_steps
 
     steps = window_to_host_steps(choice["window_bytes"])
     return {
         "host_ctas": int(choice["host_ctas"]),
         "window_bytes": int(choice["window_bytes"]),
+        "split_gemv_host_ctas": int(choice["host_ctas"] if split_ctas is None else split_ctas),
         "split_gemv_window_bytes": steps * HOST_WINDOW_UNIT,
         "host_gbps": float(choice["host_gbps"]),
         "hbm_drop": None if choice.get("hbm_drop") is None else float(choice["hbm_drop"]),
@@ -131,14 +153,15 @@ def _default_for(device_index: int) -> tuple[int, int, str]:
     field = getattr(profile, "host_congestion", None)
     if isinstance(field, dict) and isinstance(field.get("host_ctas"), int) and field["host_ctas"] >= 1:
         window = field.get("split_gemv_window_bytes") or field.get("window_bytes") or DEFAULT_WINDOW
-        return field["host_ctas"], int(window), f"profile {profile.name} host_congestion ({reason})"
+        ctas = field.get("split_gemv_host_ctas") or field["host_ctas"]
+        return int(ctas), int(window), f"profile {profile.name} host_congestion ({reason})"
     return (DEFAULT_HOST_CTAS, DEFAULT_WINDOW,
             f"built-in default (profile {profile.name} has no host_congestion)")
 
 
 def default_host_config(device_index: int = 0) -> tuple[int, int]:
     """(host CTAs, window bytes) for split kernels on ``device_index``: the device profile's
-    congestion choice when it has one, else 8 CTAs x 16 KB."""
+    congestion choice when it has one, else 16 CTAs x 16 KB."""
     ctas, window, _ = _default_for(device_index)
     return ctas, window
 
@@ -267,7 +290,8 @@ def run_congestion_probe(*, host_values: Sequence[int] = H_VALUES, windows: Sequ
                                          if any(full) else None),
             "points": [p.as_dict() for p in points],
             "choice": choice,
-            "profile_field": profile_field(choice, source=source),
+            "profile_field": profile_field(choice, source=source,
+                                           split_ctas=split_host_ctas(points, choice)),
         }
     finally:
         probe.free()

@@ -6,20 +6,48 @@
 //   rows n >= n_hbm come from `w_host` (pinned host memory through its mapped device pointer,
 //   (N - n_hbm) x K, row-major): the kernel reads both tiers at once, no staging buffer.
 //
+// This file combines the two designs measured on the H200 (docs/offload.md, "Run 7"):
+//   HBM rows: the stage-ring design (commit 363b08b): cp.async.cg copies of whole 128-byte lines
+//             of W *and* x into a ring of shared-memory stages, one pipeline per CTA across its
+//             units; it measured 1.5-3x faster than the register design at r = 0.
+//   host rows: the register design of run 6 (ld.global.cs into registers, per-warp groups staged
+//             through shared memory, x fragments from global/L1): 45 GB/s host-only, 1.22x the
+//             ideal at r = 1, where the cp.async ring measured 2.55x and the ring's register
+//             batch mode 1.68x.
+//
 // One grid, two roles chosen by block index (never by %smid):
 //   blockIdx.x <  host_ctas   host CTAs (the congestion-controlled set). A unit is one 16-row
-//                             tile of the host rows times one k-split; the CTA's 8 warps split the
-//                             unit's k-range, each warp takes `host_steps` k-steps (32 k each) at
-//                             a time and waits for them (`#pragma unroll 1`), so a CTA has at most
-//                             host_steps * 8 KB of host reads outstanding: the congestion window.
-//                             The 8 warps' partial tiles are summed through shared memory in warp
-//                             order (deterministic).
-//   blockIdx.x >= host_ctas   HBM CTAs. A unit is 128 rows (8 warps x 16 rows) times one k-split;
-//                             each warp streams its 16 rows with 16-byte ld.global.nc loads,
-//                             double-buffered in registers (HBM_STEPS k-steps per buffer, so
-//                             2 * HBM_STEPS loads of 16 B in flight per thread while the previous
-//                             buffer is multiplied).
-// Units are dealt to the CTAs of a role round-robin by block index.
+//                             tile of the host rows (HOST_ROWS) times one k-split. The 8 warps
+//                             split the unit's k-range: warp w takes groups of `host_steps` k-steps
+//                             of 32 k (HOST_KSTEP) starting at step w * host_steps, every
+//                             8 * host_steps steps; it issues all loads of a group (2 x 16 B per
+//                             thread per k-step), waits for them, multiplies, so a CTA has at most
+//                             host_steps * 8 KB of host reads outstanding (the congestion window).
+//                             The warps are independent (no CTA barrier inside the k-loop), so
+//                             while one warp multiplies, the others' loads are in flight. The 8
+//                             warps' partial tiles are summed through shared memory in warp order
+//                             (deterministic).
+//   blockIdx.x >= host_ctas   HBM CTAs. A unit is 128 * HBM_MT rows x one k-split; a stage is
+//                             those rows x 64 k (16 KB, 32 KB at HBM_MT = 2) plus B rows of x; the
+//                             CTA keeps `hbm_depth` stages in flight.
+// Units are dealt to the CTAs of a role round-robin by block index. An HBM CTA runs ONE pipeline
+// across all of its units (the loads of the next unit are in flight while the current unit stores
+// its result), so a unit boundary costs no pipeline drain.
+//
+// HBM loads: cp.async.cg (LDGSTS, 16 B per thread, L1 bypassed) straight into a ring of shared-
+// memory stages: 8 consecutive threads copy one row's 128 B, so every warp instruction reads whole
+// 128-byte lines (4 rows x 128 B), and no registers are held by loads in flight. x (B x 64 k per
+// stage) is copied into the same stage, so the x fragments come from shared memory like the weight
+// fragments: nothing on the critical path waits for an L2 round trip except the pipeline's head.
+// Shared layout of a stage: row r (weight rows first, then 8 * NT x rows) at r * 128 B, its 16-byte
+// chunk c at position c ^ 4 * (r & 1): the fragment reads of a quarter warp (rows 2q, 2q + 1,
+// chunks 4s .. 4s + 3) then hit 32 distinct banks, and so do the copies (one row per 8 threads).
+//
+// Host loads: 16-byte register loads through the mapped pointer (HOST_LOAD). With HOST_STAGE >= 1
+// a warp's group (16 rows x host_steps * 64 B) is loaded chunk-major, so consecutive lanes read
+// consecutive 16-byte chunks of a row (64 B per row at host_steps = 1, 128 B and more from 2), and
+// stored to the warp's own shared-memory tile (row stride S chunks, S * 16 = 64 mod 128 bytes: no
+// bank conflicts), from which the mma fragments are read; x fragments are ld.global.nc (L1).
 //
 // Split-K across CTAs (split_g / split_h > 1): each unit writes its fp32 partial tile to the
 // workspace ws[split][B][N]; the CTA that arrives last on the tile's counter (threadfence +
@@ -29,30 +57,25 @@
 //
 // Math: mma.sync.m16n8k16 (bf16 or fp16 in, fp32 accumulate) with the weight tile as A (16 rows x
 // 16 k, row-major) and x as B (16 k x 8 batch columns, "col": k contiguous per column). Only the
-// dot product matters, so the 16 k of one mma may be any 16 of the step's 32 as long as A and B
-// agree. Thread (g = lane/4, t = lane%4) loads W[row g][8t .. 8t+7] and W[row g+8][8t .. 8t+7]
-// (two 16-byte loads) and x[column g][8t .. 8t+7] (one): registers .x/.y of each feed the first
+// dot product matters, so the 16 k of one mma may be any 16 of a 32-k half-stage as long as A and B
+// agree. Thread (g = lane/4, t = lane%4) reads W[row g][8t .. 8t+7] and W[row g+8][8t .. 8t+7]
+// (two 16-byte chunks) and x[column g][8t .. 8t+7] (one): registers .x/.y of each feed the first
 // mma (a0..a3 = Wg.x, Wg8.x, Wg.y, Wg8.y; b0, b1 = x.x, x.y), .z/.w the second. With the PTX
 // fragment layouts (a0: row g, cols 2t..2t+1; a1: row g+8; a2/a3: cols 2t+8..2t+9;
 // b0: rows 2t..2t+1 of column g; b1: rows 2t+8..2t+9) both operands map fragment position
 // 2t+j -> k = 8t+j and 2t+8+j -> k = 8t+2+j, the same bijection, so the result is exact.
 // Accumulator c0, c1: row g, batch columns 2t, 2t+1; c2, c3: row g+8.
 //
-// x (B x K) is read per fragment with ld.global.nc (cached in L1): it is up to 64 x 28672 x 2 B =
-// 3.6 MB, too large for shared memory at the widest K, and the 8 warps of an HBM CTA read the same
-// x fragments at nearly the same time, so L1 serves most of them (x/W traffic from L2 is B/128).
-//
 // Compile-time choices (defaults build with no defines):
 //   GEMV_DTYPE  0 bf16, 1 fp16 (x, W, bias and y share it)
-//   HOST_LOAD   how host rows are read: 0 ld.global.cs (streaming; the load `smemkit probe`
-//               measured at 51 GB/s on pinned memory), 1 ld.global.nc.L1::no_allocate, 2 plain
-//               ld.global
-//   HOST_STAGE  1 (default): a host warp loads its group as whole row segments (hs * 64 bytes
-//               contiguous per row, so 128-256 B per row per instruction for hs >= 2) into its
-//               own shared-memory tile, then reads its mma fragments from there; 0: each thread
-//               loads its fragments directly (64 B per row per instruction, the layout the mma
-//               fragments impose). Over PCIe, longer contiguous requests should move more bytes
-//               per transaction; the H200 run compares the two.
+//   HOST_LOAD   the host load instruction: 0 ld.global.cs (streaming, evict-first; the load
+//               `smemkit probe` measured at 51 GB/s on pinned memory; default), 1
+//               ld.global.nc.L1::no_allocate, 2 plain ld.global
+//   HOST_STAGE  1 (default, run 6's measured scheme): load a group into registers, wait, store it
+//               to the warp's shared tile, multiply; 0: each thread loads its mma fragments
+//               directly (64 B per row per instruction, no shared memory); 2: as 1, but the next
+//               group's loads are issued right after the current group is stored, before its
+//               math (the same window, kept full during the multiply; not measured yet).
 // Kernels: split_gemv_nt1, _nt2, _nt4, _nt8 (NT = batch tiles of 8: B <= 8 * NT).
 #include <smemkit/ptx.cuh>
 
@@ -69,9 +92,12 @@
 #define GEMV_THREADS 256
 #define GEMV_WARPS 8
 #define TILE_M 16
-#define TILE_K 32
-#define BLOCK_ROWS (GEMV_WARPS * TILE_M)
+#define TILE_K 64
+#define ROW_CHUNKS 8
+#define HOST_ROWS 16
+#define HOST_KSTEP 32
 #define HOST_STEPS_MAX 4
+#define HBM_DEPTH_MAX 7
 
 typedef unsigned short u16;
 
@@ -79,53 +105,66 @@ namespace sgemv {
 
 using namespace smemkit;
 
-// Per batch-tile count NT: k-steps per register buffer on the HBM path (two buffers, so
-// 2 * 2 * HBM_STEPS loads of 16 B per thread) and the CTAs per SM the kernel is built for
-// (__launch_bounds__ minimum blocks: 128 registers per thread at 2, 255 at 1).
+// Per batch-tile count NT: 16-row tiles per warp on the HBM path (HBM_MT; rows per HBM unit =
+// 128 * HBM_MT) and the CTAs per SM the kernel is built for (__launch_bounds__ minimum blocks:
+// 128 registers per thread at 2, 255 at 1). The HBM pipeline depth is a launch argument
+// (default gemv.HBM_DEPTH).
 #ifndef NT_TABLE
-#define HBM_STEPS_NT1 4
-#define HBM_STEPS_NT2 4
-#define HBM_STEPS_NT4 2
-#define HBM_STEPS_NT8 4
+#define HBM_MT_NT1 1
+#define HBM_MT_NT2 1
+#define HBM_MT_NT4 1
+#define HBM_MT_NT8 2
 #define MIN_CTAS_NT1 2
 #define MIN_CTAS_NT2 2
 #define MIN_CTAS_NT4 2
 #define MIN_CTAS_NT8 1
 #endif
 template <int NT>
-struct HbmSteps;
+struct HbmMt;
 template <>
-struct HbmSteps<1> {
-  static constexpr int value = HBM_STEPS_NT1;
+struct HbmMt<1> {
+  static constexpr int value = HBM_MT_NT1;
 };
 template <>
-struct HbmSteps<2> {
-  static constexpr int value = HBM_STEPS_NT2;
+struct HbmMt<2> {
+  static constexpr int value = HBM_MT_NT2;
 };
 template <>
-struct HbmSteps<4> {
-  static constexpr int value = HBM_STEPS_NT4;
+struct HbmMt<4> {
+  static constexpr int value = HBM_MT_NT4;
 };
 template <>
-struct HbmSteps<8> {
-  static constexpr int value = HBM_STEPS_NT8;
+struct HbmMt<8> {
+  static constexpr int value = HBM_MT_NT8;
 };
 
 __device__ __forceinline__ uint4 zero4() { return make_uint4(0u, 0u, 0u, 0u); }
 
-// These three loads spell out their PTX instead of using ptx.cuh's ld_v4<POLICY>: routed
-// through the template, ptxas allocated registers differently for this kernel (nt8: 242 vs 238,
-// one local-memory load appeared), and the measured numbers are for this form.
-// HBM weight rows: read once, so no L1 allocation.
-__device__ __forceinline__ uint4 ld_weight_hbm(const u16* p) {
-  uint4 v;
-  asm volatile("ld.global.nc.L1::no_allocate.v4.u32 {%0, %1, %2, %3}, [%4];"
-               : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w)
-               : "l"(p));
-  return v;
+// 16 bytes global -> shared, asynchronously; src_bytes = 0 writes zeros and reads nothing.
+__device__ __forceinline__ void cp_async16(u32 dst, const void* src, u32 src_bytes) {
+  asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;" ::"r"(dst), "l"(src), "r"(src_bytes)
+               : "memory");
+}
+__device__ __forceinline__ void cp_async_commit() { asm volatile("cp.async.commit_group;" ::: "memory"); }
+template <int N>
+__device__ __forceinline__ void cp_async_wait() {
+  asm volatile("cp.async.wait_group %0;" ::"n"(N) : "memory");
+}
+// wait_group takes an immediate: at most n of this thread's groups may still be pending.
+__device__ __forceinline__ void cp_async_wait_dyn(int n) {
+  switch (n) {
+    case 0: cp_async_wait<0>(); break;
+    case 1: cp_async_wait<1>(); break;
+    case 2: cp_async_wait<2>(); break;
+    case 3: cp_async_wait<3>(); break;
+    case 4: cp_async_wait<4>(); break;
+    case 5: cp_async_wait<5>(); break;
+    case 6: cp_async_wait<6>(); break;
+    default: cp_async_wait<7>(); break;
+  }
 }
 
-// Host weight rows, through the mapped (UVA) pointer of pinned memory.
+// Host weight rows, through the mapped (UVA) pointer of pinned memory, into registers.
 __device__ __forceinline__ uint4 ld_weight_host(const u16* p) {
   uint4 v;
 #if HOST_LOAD == 0
@@ -144,7 +183,7 @@ __device__ __forceinline__ uint4 ld_weight_host(const u16* p) {
   return v;
 }
 
-// x fragments: small and re-read by every warp of the CTA, so cached in L1.
+// x fragments of the host role: small and re-read by every warp of the CTA, so cached in L1.
 __device__ __forceinline__ uint4 ld_x(const u16* p) {
   uint4 v;
   asm volatile("ld.global.nc.v4.u32 {%0, %1, %2, %3}, [%4];"
@@ -195,33 +234,10 @@ __device__ __forceinline__ u16 from_f32(float f) {
   return h;
 }
 
-// One k-step (32 k) of one warp's 16-row tile against every batch tile: wa/wb hold rows g and
-// g+8 at k .. k+7 (zero when out of range). The x fragments are loaded first, from clamped (always
-// valid) addresses with no branch, so their loads issue together; out-of-range ones are zeroed
-// after the load. Batch tiles wholly past B are skipped (a warp-uniform test).
-template <int NT>
-__device__ __forceinline__ void mma_step(float (&acc)[NT][4], const uint4& wa, const uint4& wb,
-                                         const u16* __restrict__ x, int K, int B, int k, int g) {
-  uint4 xf[NT];
-  const int kc = min(k, K - 8);
-#pragma unroll
-  for (int nt = 0; nt < NT; ++nt) {
-    if (nt * 8 < B) {
-      const int b = nt * 8 + g;
-      xf[nt] = ld_x(x + static_cast<u64>(min(b, B - 1)) * K + kc);
-      if (b >= B || k >= K) xf[nt] = zero4();
-    }
-  }
-#pragma unroll
-  for (int nt = 0; nt < NT; ++nt) {
-    if (nt * 8 < B) {
-      mma16816(acc[nt], wa.x, wb.x, wa.y, wb.y, xf[nt].x, xf[nt].y);
-      mma16816(acc[nt], wa.z, wb.z, wa.w, wb.w, xf[nt].z, xf[nt].w);
-    }
-  }
-}
+// Position (in 16-byte chunks) of chunk c of stage row r.
+__device__ __forceinline__ int swz(int r, int c) { return r * ROW_CHUNKS + (c ^ ((r & 1) << 2)); }
 
-// Store one warp's accumulator tile: rows n0 + g (+8) of the output (global row numbers), valid
+// Store one 16-row accumulator tile: rows n0 + g (+8) of the output (global row numbers), valid
 // below row_end; batch columns nt*8 + 2t + j. With `part` (a workspace slice) the fp32 partial is
 // stored; otherwise bias is added and the value converted.
 template <int NT>
@@ -268,20 +284,92 @@ __device__ __forceinline__ bool arrive_last(u32* counter, int split, int* s_last
   return last;
 }
 
-// The last CTA of a tile: y = sum of the `split` partials in split order, + bias.
+__device__ __forceinline__ float4 ld_partial4(const float* p) {
+  float4 v;
+  asm volatile("ld.global.cg.v4.f32 {%0, %1, %2, %3}, [%4];"
+               : "=f"(v.x), "=f"(v.y), "=f"(v.z), "=f"(v.w)
+               : "l"(p)
+               : "memory");
+  return v;
+}
+
+// The last CTA of a tile: y = sum of the `split` partials in split order, + bias. Each thread
+// takes two groups of V outputs (V = 4 consecutive rows with float4 loads when N % 4 == 0, else 1)
+// and loads up to 8 splits of both before adding (16 independent L2 loads in flight), so the
+// tail costs ~split/8 L2 round trips per 512 V outputs. Every output is summed in split order
+// 0..S-1 either way (the same bits).
+template <int V>
+__device__ __forceinline__ void reduce_partials_v(const float* __restrict__ ws, int split, int n0,
+                                                  int rows, int N, int B,
+                                                  const u16* __restrict__ bias,
+                                                  u16* __restrict__ y) {
+  const int groups = rows / V;  // V divides rows (gemv.py: N % 4 == 0 makes every tier's rows so)
+  const int items = groups * B;
+  for (int i0 = threadIdx.x; i0 < items; i0 += 2 * GEMV_THREADS) {
+    int off[2];
+    bool ok[2];
+    float s[2][V];
+#pragma unroll
+    for (int u = 0; u < 2; ++u) {
+      const int i = i0 + u * GEMV_THREADS;
+      ok[u] = i < items;
+      const int b = ok[u] ? i / groups : 0;
+      off[u] = b * N + n0 + (ok[u] ? (i - b * groups) * V : 0);
+#pragma unroll
+      for (int e = 0; e < V; ++e) s[u][e] = 0.0f;
+    }
+    for (int sp0 = 0; sp0 < split; sp0 += 8) {
+      float v[2][8][V];
+#pragma unroll
+      for (int u = 0; u < 2; ++u) {
+#pragma unroll
+        for (int j = 0; j < 8; ++j) {
+          const bool live = ok[u] && sp0 + j < split;
+          const float* p = ws + static_cast<u64>(sp0 + j) * B * N + off[u];
+          if (V == 4) {
+            const float4 f = live ? ld_partial4(p) : make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+            v[u][j][0] = f.x;
+            v[u][j][V > 1 ? 1 : 0] = f.y;
+            v[u][j][V > 2 ? 2 : 0] = f.z;
+            v[u][j][V > 3 ? 3 : 0] = f.w;
+          } else {
+            v[u][j][0] = live ? ld_partial(p) : 0.0f;
+          }
+        }
+      }
+#pragma unroll
+      for (int u = 0; u < 2; ++u) {
+#pragma unroll
+        for (int j = 0; j < 8; ++j) {
+#pragma unroll
+          for (int e = 0; e < V; ++e) {
+            if (sp0 + j < split) s[u][e] += v[u][j][e];
+          }
+        }
+      }
+    }
+#pragma unroll
+    for (int u = 0; u < 2; ++u) {
+      if (!ok[u]) continue;
+#pragma unroll
+      for (int e = 0; e < V; ++e) {
+        const int n = off[u] % N + e;
+        float r = s[u][e];
+        if (bias != nullptr) r += to_f32(bias[n]);
+        y[off[u] + e] = from_f32(r);
+      }
+    }
+  }
+}
+
 __device__ __forceinline__ void reduce_partials(const float* __restrict__ ws, int split, int n0,
                                                 int rows, int N, int B,
                                                 const u16* __restrict__ bias,
                                                 u16* __restrict__ y) {
-  for (int i = threadIdx.x; i < rows * B; i += blockDim.x) {
-    const int b = i / rows;
-    const int n = n0 + (i - b * rows);
-    float s = 0.0f;
-    for (int sp = 0; sp < split; ++sp) {
-      s += ld_partial(ws + (static_cast<u64>(sp) * B + b) * N + n);
-    }
-    if (bias != nullptr) s += to_f32(bias[n]);
-    y[static_cast<u64>(b) * N + n] = from_f32(s);
+  if ((N & 3) == 0 && (n0 & 3) == 0 && (rows & 3) == 0) {
+    reduce_partials_v<4>(ws, split, n0, rows, N, B, bias, y);
+  } else {
+    reduce_partials_v<1>(ws, split, n0, rows, N, B, bias, y);
   }
 }
 
@@ -293,134 +381,243 @@ struct Args {
   u16* y;
   float* ws;
   u32* counters;
-  int N, K, B, n_hbm, host_ctas, host_steps, split_g, steps_g, split_h, steps_h;
+  int N, K, B, n_hbm, host_ctas, host_steps, split_g, steps_g, split_h, steps_h, hbm_depth;
 };
 
-template <int NT, int U>
-__device__ __forceinline__ void hbm_load(uint4 (&wa)[U], uint4 (&wb)[U], const u16* pa,
-                                         const u16* pb, bool oka, bool okb, int st, int st1,
-                                         int K, int t) {
+// One stage of a role: weight rows [r0, r0 + R) of `src` (rows_valid rows of K), k-chunk kc
+// (64 k), and x rows [0, 8 NT), into the stage at shared address `slot`. Out-of-range rows / k
+// are zero-filled (K is a multiple of 8, so a 16-byte chunk is wholly in or out).
+template <int NT, int R, bool WEIGHT>
+__device__ __forceinline__ void issue_stage(u32 slot, const u16* __restrict__ src, int r0,
+                                            int rows_valid, const u16* __restrict__ x, int B,
+                                            int K, int kc) {
+  const int k0 = kc * TILE_K;
+  if (WEIGHT) {
 #pragma unroll
-  for (int u = 0; u < U; ++u) {
-    const int k = (st + u) * TILE_K + 8 * t;
-    const bool v = st + u < st1 && k < K;
-    wa[u] = (v && oka) ? ld_weight_hbm(pa + k) : zero4();
-    wb[u] = (v && okb) ? ld_weight_hbm(pb + k) : zero4();
+    for (int j = 0; j < R * ROW_CHUNKS / GEMV_THREADS; ++j) {
+      const int q = j * GEMV_THREADS + static_cast<int>(threadIdx.x);
+      const int row = q >> 3, c = q & 7;
+      const int k = k0 + 8 * c;
+      const bool ok = r0 + row < rows_valid && k < K;
+      const u16* p = ok ? src + static_cast<u64>(r0 + row) * K + k : src;
+      cp_async16(slot + swz(row, c) * 16, p, ok ? 16u : 0u);
+    }
+  }
+  const u32 xs = slot + R * ROW_CHUNKS * 16;
+#pragma unroll
+  for (int j = 0; j < (8 * NT * ROW_CHUNKS + GEMV_THREADS - 1) / GEMV_THREADS; ++j) {
+    const int q = j * GEMV_THREADS + static_cast<int>(threadIdx.x);
+    if (q < 8 * NT * ROW_CHUNKS) {
+      const int row = q >> 3, c = q & 7;
+      const int k = k0 + 8 * c;
+      const bool ok = row < B && k < K;
+      const u16* p = ok ? x + static_cast<u64>(row) * K + k : x;
+      cp_async16(xs + swz(row, c) * 16, p, ok ? 16u : 0u);
+    }
   }
 }
 
-template <int NT, int U>
-__device__ __forceinline__ void hbm_compute(float (&acc)[NT][4], const uint4 (&wa)[U],
-                                            const uint4 (&wb)[U], const Args& a, int st, int st1,
-                                            int g, int t) {
+// Multiply one stage: warp w takes 16-row tiles (w % MW) * MT .. + MT - 1 (MW = 8 / KWS warps per
+// k-half) and, with KWS = 2, only the k-half w / MW of the stage's 64 k. The HBM role uses KWS = 1
+// (KWS = 2 served the stage-ring host role of commit 363b08b, now replaced).
+template <int NT, int MT, int KWS, int R>
+__device__ __forceinline__ void compute_stage(float (&acc)[MT][NT][4], const uint4* slot, int B,
+                                              int warp, int g, int t) {
+  constexpr int MW = GEMV_WARPS / KWS;
+  const uint4* xs = slot + R * ROW_CHUNKS;
+  const int mrow0 = (warp % MW) * MT * TILE_M;
 #pragma unroll
-  for (int u = 0; u < U; ++u) {
-    if (st + u < st1) mma_step<NT>(acc, wa[u], wb[u], a.x, a.K, a.B, (st + u) * TILE_K + 8 * t, g);
-  }
-}
-
-template <int NT>
-__device__ __forceinline__ void hbm_role(const Args& a, int cta, int nctas, int* s_last) {
-  constexpr int U = HbmSteps<NT>::value;
-  const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
-  const int g = lane >> 2, t = lane & 3;
-  const int ksteps = (a.K + TILE_K - 1) / TILE_K;
-  const int blocks = ((a.n_hbm + TILE_M - 1) / TILE_M + GEMV_WARPS - 1) / GEMV_WARPS;
-  const int units = blocks * a.split_g;
-#pragma unroll 1
-  for (int unit = cta; unit < units; unit += nctas) {
-    const int rb = unit / a.split_g;
-    const int s = unit - rb * a.split_g;
-    const int m0 = rb * BLOCK_ROWS + warp * TILE_M;
-    const int st0 = s * a.steps_g;
-    const int st1 = min(ksteps, st0 + a.steps_g);
-    float acc[NT][4];
+  for (int s = 0; s < 2; ++s) {
+    if (KWS == 2 && s != warp / MW) continue;
+    const int c = 4 * s + t;
+    uint4 xf[NT];
 #pragma unroll
-    for (int nt = 0; nt < NT; ++nt) acc[nt][0] = acc[nt][1] = acc[nt][2] = acc[nt][3] = 0.0f;
-    if (m0 < a.n_hbm) {
-      const int ra = m0 + g, rbw = m0 + g + 8;
-      const bool oka = ra < a.n_hbm, okb = rbw < a.n_hbm;
-      const u16* pa = a.w_hbm + static_cast<u64>(oka ? ra : 0) * a.K;
-      const u16* pb = a.w_hbm + static_cast<u64>(okb ? rbw : 0) * a.K;
-      uint4 a0[U], b0[U], a1[U], b1[U];
-      hbm_load<NT, U>(a0, b0, pa, pb, oka, okb, st0, st1, a.K, t);
-      int st = st0;
-#pragma unroll 1
-      while (st < st1) {
-        hbm_load<NT, U>(a1, b1, pa, pb, oka, okb, st + U, st1, a.K, t);
-        hbm_compute<NT, U>(acc, a0, b0, a, st, st1, g, t);
-        st += U;
-        if (st >= st1) break;
-        hbm_load<NT, U>(a0, b0, pa, pb, oka, okb, st + U, st1, a.K, t);
-        hbm_compute<NT, U>(acc, a1, b1, a, st, st1, g, t);
-        st += U;
+    for (int nt = 0; nt < NT; ++nt) {
+      if (nt * 8 < B) xf[nt] = xs[swz(nt * 8 + g, c)];
+    }
+#pragma unroll
+    for (int mt = 0; mt < MT; ++mt) {
+      const int r = mrow0 + mt * TILE_M + g;
+      const uint4 wa = slot[swz(r, c)];
+      const uint4 wb = slot[swz(r + 8, c)];
+#pragma unroll
+      for (int nt = 0; nt < NT; ++nt) {
+        if (nt * 8 < B) {
+          mma16816(acc[mt][nt], wa.x, wb.x, wa.y, wb.y, xf[nt].x, xf[nt].y);
+          mma16816(acc[mt][nt], wa.z, wb.z, wa.w, wb.w, xf[nt].z, xf[nt].w);
+        }
       }
     }
-    float* part = a.split_g > 1 ? a.ws + static_cast<u64>(s) * a.B * a.N : nullptr;
-    if (m0 < a.n_hbm) store_tile<NT>(acc, m0, a.n_hbm, a.N, a.B, g, t, a.bias, a.y, part);
-    if (a.split_g > 1 && arrive_last(a.counters + rb, a.split_g, s_last)) {
-      const int n0 = rb * BLOCK_ROWS;
-      reduce_partials(a.ws, a.split_g, n0, min(BLOCK_ROWS, a.n_hbm - n0), a.N, a.B, a.bias, a.y);
+  }
+}
+
+// The HBM role's whole job. The CTA's units are first, first + stride, ... < units; unit u is row
+// block u / split (R rows) x k-split u % split (cps k-chunks). Stage q of the CTA's sequence is
+// chunk q % cps of its unit q / cps; the ring holds depth + 1 stages, `depth` of them in flight
+// while the oldest is multiplied.
+template <int NT, int MT>
+__device__ __forceinline__ void hbm_role(const Args& a, const u16* __restrict__ src, int rows_valid,
+                                         int split, int cps, int first, int stride, int units,
+                                         int depth, u32* counters, uint4* ring, int* s_last) {
+  constexpr int R = GEMV_WARPS * MT * TILE_M;
+  constexpr int SLOT = (R + 8 * NT) * ROW_CHUNKS;  // in uint4
+  const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
+  const int g = lane >> 2, t = lane & 3;
+  const int kchunks = (a.K + TILE_K - 1) / TILE_K;
+  const int nu = first < units ? (units - first + stride - 1) / stride : 0;
+  const int total = nu * cps;
+  const int nslots = depth + 1;
+  const u32 ring_addr = smem_u32(ring);
+  const int mrow0 = warp * MT * TILE_M;
+
+  float acc[MT][NT][4];
+#pragma unroll
+  for (int mt = 0; mt < MT; ++mt)
+#pragma unroll
+    for (int nt = 0; nt < NT; ++nt) acc[mt][nt][0] = acc[mt][nt][1] = acc[mt][nt][2] = acc[mt][nt][3] = 0.0f;
+
+  // Stage q -> (row block, k-split, chunk within the split, global k-chunk).
+  auto locate = [&](int q, int& rb, int& sp, int& c, int& kc) {
+    const int j = q / cps;
+    c = q - j * cps;
+    const int unit = first + j * stride;
+    rb = unit / split;
+    sp = unit - rb * split;
+    kc = sp * cps + c;
+  };
+  auto issue = [&](int q, int slot_index) {
+    if (q < total) {
+      int rb, sp, c, kc;
+      locate(q, rb, sp, c, kc);
+      if (kc < kchunks) {
+        issue_stage<NT, R, true>(ring_addr + slot_index * SLOT * 16, src, rb * R, rows_valid, a.x, a.B,
+                                 a.K, kc);
+      }
+    }
+    cp_async_commit();
+  };
+  // After the last stage of a unit: the result (or this split's partial) goes out.
+  auto epilogue = [&](int rb, int sp) {
+    float* part = split > 1 ? a.ws + static_cast<u64>(sp) * a.B * a.N : nullptr;
+#pragma unroll
+    for (int mt = 0; mt < MT; ++mt) {
+      store_tile<NT>(acc[mt], rb * R + mrow0 + mt * TILE_M, rows_valid, a.N, a.B, g, t, a.bias, a.y,
+                     part);
+    }
+    if (split > 1 && arrive_last(counters + rb, split, s_last)) {
+      reduce_partials(a.ws, split, rb * R, min(R, rows_valid - rb * R), a.N, a.B, a.bias, a.y);
+    }
+#pragma unroll
+    for (int mt = 0; mt < MT; ++mt)
+#pragma unroll
+      for (int nt = 0; nt < NT; ++nt) acc[mt][nt][0] = acc[mt][nt][1] = acc[mt][nt][2] = acc[mt][nt][3] = 0.0f;
+  };
+
+#pragma unroll 1
+  for (int q = 0; q < depth; ++q) issue(q, q);
+#pragma unroll 1
+  for (int q = 0; q < total; ++q) {
+    cp_async_wait_dyn(depth - 1);  // this thread's copies of stage q have landed
+    __syncthreads();               // everyone's have, and stage q - 1's slot is free again
+    issue(q + depth, (q + depth) % nslots);
+    int rb, sp, c, kc;
+    locate(q, rb, sp, c, kc);
+    if (kc < kchunks) compute_stage<NT, MT, 1, R>(acc, ring + (q % nslots) * SLOT, a.B, warp, g, t);
+    if (c == cps - 1) epilogue(rb, sp);
+  }
+  cp_async_wait<0>();
+}
+
+// One 32-k step of a host warp's 16-row tile against every batch tile: wa/wb hold rows g and g+8
+// at k .. k+7 (zero when out of range). The x fragments are loaded first, from clamped (always
+// valid) addresses with no branch, so their loads issue together; out-of-range ones are zeroed
+// after the load. Batch tiles wholly past B are skipped (a warp-uniform test).
+template <int NT>
+__device__ __forceinline__ void host_mma_step(float (&acc)[NT][4], const uint4& wa, const uint4& wb,
+                                              const u16* __restrict__ x, int K, int B, int k, int g) {
+  uint4 xf[NT];
+  const int kc = min(k, K - 8);
+#pragma unroll
+  for (int nt = 0; nt < NT; ++nt) {
+    if (nt * 8 < B) {
+      const int b = nt * 8 + g;
+      xf[nt] = ld_x(x + static_cast<u64>(min(b, B - 1)) * K + kc);
+      if (b >= B || k >= K) xf[nt] = zero4();
+    }
+  }
+#pragma unroll
+  for (int nt = 0; nt < NT; ++nt) {
+    if (nt * 8 < B) {
+      mma16816(acc[nt], wa.x, wb.x, wa.y, wb.y, xf[nt].x, xf[nt].y);
+      mma16816(acc[nt], wa.z, wb.z, wa.w, wb.w, xf[nt].z, xf[nt].w);
     }
   }
 }
 
-// Shared memory of a CTA: the host warps' staging tiles (16 rows x up to 20 chunks of 16 B per
-// warp), reused after the k-loop for the cross-warp sum of the accumulators.
-#define STAGE_CHUNKS (TILE_M * (4 * HOST_STEPS_MAX + 4))
-template <int NT>
-struct Smem {
-  static constexpr int red_bytes = GEMV_WARPS * NT * 4 * 32 * 4;
-  static constexpr int stage_bytes = HOST_STAGE ? GEMV_WARPS * STAGE_CHUNKS * 16 : 0;
-  static constexpr int bytes = red_bytes > stage_bytes ? red_bytes : stage_bytes;
-};
+// Row stride (16-byte chunks) of a host warp's staging tile for a group of hs k-steps (C = 4 hs
+// chunks per row): S * 16 = 64 mod 128 bytes, so the fragment reads are bank-conflict free.
+// gemv.host_stage_bytes mirrors it.
+__device__ __forceinline__ int host_stage_stride(int hs) {
+  const int C = 4 * hs;
+  return (C % 8 == 4) ? C : C + 4;
+}
 
+// One group of a host warp: 16 rows x hs k-steps (C = 4 hs chunks of 16 B per row) from k-step st,
+// chunk-major (lane-consecutive chunks of a row), 2 hs loads of 16 B per thread.
+__device__ __forceinline__ void host_load_group(uint4 (&v)[2 * HOST_STEPS_MAX], const u16* __restrict__ w,
+                                                int m0, int n_host, int K, int st, int st1, int hs,
+                                                int lane) {
+  const int C = 4 * hs;
+#pragma unroll
+  for (int i = 0; i < 2 * HOST_STEPS_MAX; ++i) {
+    const int q = i * 32 + lane;
+    const int row = q / C, c = q - (q / C) * C;
+    const int step = st + (c >> 2);
+    const int k = step * HOST_KSTEP + 8 * (c & 3);
+    const bool ok = i < 2 * hs && m0 + row < n_host && step < st1 && k < K;
+    v[i] = ok ? ld_weight_host(w + static_cast<u64>(m0 + row) * K + k) : zero4();
+  }
+}
+
+// The host role (run 6's scheme). `stage_base` is the dynamic shared memory (8 warps x 16 rows x S
+// chunks with HOST_STAGE >= 1), `red` the static k-sum buffer.
 template <int NT>
-__device__ __forceinline__ void host_role(const Args& a, uint4* smem, int* s_last) {
-  float (*red)[NT * 4][32] = reinterpret_cast<float (*)[NT * 4][32]>(smem);
+__device__ __forceinline__ void host_role(const Args& a, uint4* stage_base, float (*red)[NT * 4][32],
+                                          int hbm_blocks, int* s_last) {
   const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
   const int g = lane >> 2, t = lane & 3;
-  const int ksteps = (a.K + TILE_K - 1) / TILE_K;
+  const int ksteps = (a.K + HOST_KSTEP - 1) / HOST_KSTEP;  // 32-k steps
   const int n_host = a.N - a.n_hbm;
-  const int tiles = (n_host + TILE_M - 1) / TILE_M;
+  const int tiles = (n_host + HOST_ROWS - 1) / HOST_ROWS;
   const int units = tiles * a.split_h;
-  const int hbm_blocks = ((a.n_hbm + TILE_M - 1) / TILE_M + GEMV_WARPS - 1) / GEMV_WARPS;
   const int hs = a.host_steps;
-  uint4* stage = smem + warp * STAGE_CHUNKS;
+  const int S = host_stage_stride(hs);
+  uint4* stage = stage_base + warp * HOST_ROWS * S;
   (void)stage;
+  (void)S;
 #pragma unroll 1
   for (int unit = blockIdx.x; unit < units; unit += a.host_ctas) {
     const int mt = unit / a.split_h;
     const int s = unit - mt * a.split_h;
-    const int m0 = mt * TILE_M;  // local row in the host part
-    const int st0 = s * a.steps_h;
-    const int st1 = min(ksteps, st0 + a.steps_h);
-    const int ra = m0 + g, rbw = m0 + g + 8;
-    const bool oka = ra < n_host, okb = rbw < n_host;
-    const u16* pa = a.w_host + static_cast<u64>(oka ? ra : 0) * a.K;
-    const u16* pb = a.w_host + static_cast<u64>(okb ? rbw : 0) * a.K;
+    const int m0 = mt * HOST_ROWS;  // local row in the host part
+    // steps_h counts 64-k chunks (the planner's unit); the warps walk them as 32-k steps
+    const int st0 = 2 * s * a.steps_h;
+    const int st1 = min(ksteps, st0 + 2 * a.steps_h);
     float acc[NT][4];
 #pragma unroll
     for (int nt = 0; nt < NT; ++nt) acc[nt][0] = acc[nt][1] = acc[nt][2] = acc[nt][3] = 0.0f;
-    // Warp w takes groups of hs k-steps starting at st0 + w*hs, every 8*hs steps. All loads of
-    // a group are issued, then multiplied: at most 2*hs loads of 16 B per thread in flight.
+#if HOST_STAGE
+    const int C = 4 * hs;
+#if HOST_STAGE == 2
+    uint4 v[2 * HOST_STEPS_MAX];
+    if (st0 + warp * hs < st1) host_load_group(v, a.w_host, m0, n_host, a.K, st0 + warp * hs, st1, hs, lane);
+#endif
 #pragma unroll 1
     for (int st = st0 + warp * hs; st < st1; st += GEMV_WARPS * hs) {
-#if HOST_STAGE
-      // The group is 16 rows x C = 4*hs chunks of 16 B (row r, chunk c = k-step c/4, 8 k at
-      // 8*(c%4)); load it chunk-major so consecutive lanes read consecutive chunks of a row.
-      const int C = 4 * hs;
-      const int S = (C % 8 == 4) ? C : C + 4;  // row stride (chunks): S*16 = 64 mod 128, no conflicts
+#if HOST_STAGE == 1
       uint4 v[2 * HOST_STEPS_MAX];
-#pragma unroll
-      for (int i = 0; i < 2 * HOST_STEPS_MAX; ++i) {
-        const int q = i * 32 + lane;
-        const int row = q / C, c = q - (q / C) * C;
-        const int step = st + (c >> 2);
-        const int k = step * TILE_K + 8 * (c & 3);
-        const bool ok = i < 2 * hs && m0 + row < n_host && step < st1 && k < a.K;
-        v[i] = ok ? ld_weight_host(a.w_host + static_cast<u64>(m0 + row) * a.K + k) : zero4();
-      }
+      host_load_group(v, a.w_host, m0, n_host, a.K, st, st1, hs, lane);
+#endif
       __syncwarp();
 #pragma unroll
       for (int i = 0; i < 2 * HOST_STEPS_MAX; ++i) {
@@ -428,20 +625,37 @@ __device__ __forceinline__ void host_role(const Args& a, uint4* smem, int* s_las
         if (i < 2 * hs) stage[(q / C) * S + (q - (q / C) * C)] = v[i];
       }
       __syncwarp();
+#if HOST_STAGE == 2
+      // the next group's reads go out now, so the window stays full during this group's math
+      if (st + GEMV_WARPS * hs < st1) {
+        host_load_group(v, a.w_host, m0, n_host, a.K, st + GEMV_WARPS * hs, st1, hs, lane);
+      }
+#endif
+#if HOST_STAGE == 2
+#pragma unroll 1  // the prefetched group is live across the math: keep the mma loop rolled (nt4: no spill)
+#else
 #pragma unroll
+#endif
       for (int u = 0; u < HOST_STEPS_MAX; ++u) {
         if (u < hs && st + u < st1) {
           const uint4 wa = stage[g * S + 4 * u + t];
           const uint4 wb = stage[(g + 8) * S + 4 * u + t];
-          mma_step<NT>(acc, wa, wb, a.x, a.K, a.B, (st + u) * TILE_K + 8 * t, g);
+          host_mma_step<NT>(acc, wa, wb, a.x, a.K, a.B, (st + u) * HOST_KSTEP + 8 * t, g);
         }
       }
       __syncwarp();  // the next group overwrites `stage`
+    }
 #else
+    const int ra = m0 + g, rbw = m0 + g + 8;
+    const bool oka = ra < n_host, okb = rbw < n_host;
+    const u16* pa = a.w_host + static_cast<u64>(oka ? ra : 0) * a.K;
+    const u16* pb = a.w_host + static_cast<u64>(okb ? rbw : 0) * a.K;
+#pragma unroll 1
+    for (int st = st0 + warp * hs; st < st1; st += GEMV_WARPS * hs) {
       uint4 wa[HOST_STEPS_MAX], wb[HOST_STEPS_MAX];
 #pragma unroll
       for (int u = 0; u < HOST_STEPS_MAX; ++u) {
-        const int k = (st + u) * TILE_K + 8 * t;
+        const int k = (st + u) * HOST_KSTEP + 8 * t;
         const bool v = u < hs && st + u < st1 && k < a.K;
         wa[u] = (v && oka) ? ld_weight_host(pa + k) : zero4();
         wb[u] = (v && okb) ? ld_weight_host(pb + k) : zero4();
@@ -449,13 +663,10 @@ __device__ __forceinline__ void host_role(const Args& a, uint4* smem, int* s_las
 #pragma unroll
       for (int u = 0; u < HOST_STEPS_MAX; ++u) {
         if (u < hs && st + u < st1) {
-          mma_step<NT>(acc, wa[u], wb[u], a.x, a.K, a.B, (st + u) * TILE_K + 8 * t, g);
+          host_mma_step<NT>(acc, wa[u], wb[u], a.x, a.K, a.B, (st + u) * HOST_KSTEP + 8 * t, g);
         }
       }
-#endif
     }
-#if HOST_STAGE
-    __syncthreads();  // `red` shares memory with the warps' staging tiles
 #endif
     // Sum the 8 warps' tiles in warp order (deterministic); warp 0 stores.
 #pragma unroll
@@ -480,7 +691,7 @@ __device__ __forceinline__ void host_role(const Args& a, uint4* smem, int* s_las
     }
     if (a.split_h > 1) {
       if (arrive_last(a.counters + hbm_blocks + mt, a.split_h, s_last)) {
-        reduce_partials(a.ws, a.split_h, a.n_hbm + m0, min(TILE_M, n_host - m0), a.N, a.B, a.bias,
+        reduce_partials(a.ws, a.split_h, a.n_hbm + m0, min(HOST_ROWS, n_host - m0), a.N, a.B, a.bias,
                         a.y);
       }
     } else {
@@ -491,13 +702,19 @@ __device__ __forceinline__ void host_role(const Args& a, uint4* smem, int* s_las
 
 template <int NT>
 __device__ __forceinline__ void split_gemv(const Args& a) {
-  __shared__ uint4 smem[Smem<NT>::bytes / 16];
+  extern __shared__ uint4 ring[];
+  __shared__ float red[GEMV_WARPS][NT * 4][32];
   __shared__ int s_last;
+  constexpr int HBM_R = 128 * HbmMt<NT>::value;
+  const int hbm_blocks = (a.n_hbm + HBM_R - 1) / HBM_R;
   if (static_cast<int>(blockIdx.x) < a.host_ctas) {
-    host_role<NT>(a, smem, &s_last);
+    host_role<NT>(a, ring, red, hbm_blocks, &s_last);
   } else {
-    hbm_role<NT>(a, static_cast<int>(blockIdx.x) - a.host_ctas,
-                 static_cast<int>(gridDim.x) - a.host_ctas, &s_last);
+    const int units = hbm_blocks * a.split_g;
+    hbm_role<NT, HbmMt<NT>::value>(a, a.w_hbm, a.n_hbm, a.split_g, a.steps_g,
+                                   static_cast<int>(blockIdx.x) - a.host_ctas,
+                                   static_cast<int>(gridDim.x) - a.host_ctas, units, a.hbm_depth,
+                                   a.counters, ring, &s_last);
   }
 }
 
@@ -505,18 +722,22 @@ __device__ __forceinline__ void split_gemv(const Args& a) {
 
 // Parameters (the order gemv.py packs):
 //   w_hbm, w_host, x, bias (0: none), y, ws (0 when no split), counters (0 when no split),
-//   N, K, B, n_hbm, host_ctas, host_steps (1..HOST_STEPS_MAX), split_g, steps_g, split_h, steps_h
-// steps_* are k-steps (32 k) per split; the counters are u32, one per HBM 128-row block followed
-// by one per host 16-row tile, all zero before the first launch (the kernel leaves them zero).
+//   N, K, B, n_hbm, host_ctas, host_steps (1..HOST_STEPS_MAX), split_g, steps_g, split_h, steps_h,
+//   hbm_depth (1..HBM_DEPTH_MAX)
+// steps_* are k-chunks (64 k) per split; the counters are u32, one per HBM row block
+// (128 * HBM_MT rows) followed by one per host 16-row tile, all zero before the first launch (the
+// kernel leaves them zero). Dynamic shared memory: the larger of the HBM ring,
+// (depth + 1) * (rows per unit + 8 NT) * 128 bytes, and the host warps' staging tiles,
+// 8 * 16 * S(host_steps) * 16 bytes with HOST_STAGE >= 1 (gemv.smem_bytes).
 #define SPLIT_GEMV_KERNEL(NT)                                                                   \
   extern "C" __global__ void __launch_bounds__(GEMV_THREADS, MIN_CTAS_NT##NT) split_gemv_nt##NT( \
       const u16* __restrict__ w_hbm, const u16* __restrict__ w_host, const u16* __restrict__ x, \
       const u16* __restrict__ bias, u16* __restrict__ y, float* __restrict__ ws,                \
       u32* __restrict__ counters, int N, int K, int B, int n_hbm, int host_ctas,              \
-      int host_steps, int split_g, int steps_g, int split_h, int steps_h) {                    \
-    const sgemv::Args a{w_hbm, w_host,  x,     bias,    y,          ws,         counters,      \
-                        N,     K,       B,     n_hbm,   host_ctas,  host_steps, split_g,       \
-                        steps_g, split_h, steps_h};                                            \
+      int host_steps, int split_g, int steps_g, int split_h, int steps_h, int hbm_depth) {     \
+    const sgemv::Args a{w_hbm,   w_host,  x,       bias,      y,          ws,                  \
+                        counters, N,      K,       B,         n_hbm,      host_ctas,           \
+                        host_steps, split_g, steps_g, split_h, steps_h,  hbm_depth};           \
     sgemv::split_gemv<NT>(a);                                                                   \
   }
 

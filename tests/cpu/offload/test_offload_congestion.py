@@ -128,3 +128,21 @@ def test_default_host_config_reads_the_profile(monkeypatch):
         assert C.default_host_config(0) == (C.DEFAULT_HOST_CTAS, C.DEFAULT_WINDOW)
     finally:
         C._default_for.cache_clear()
+
+
+def _pt(h, w, gbps, drop):
+    return C.CongestionPoint(host_ctas=h, window_bytes=w, host_gbps=gbps, hbm_tbps=4.5 * (1 - drop),
+                             host_alone_gbps=gbps, hbm_alone_tbps=4.5)
+
+
+def test_split_gemv_takes_the_most_host_ctas_within_the_drop_limit():
+    """The H200 probe (run of 2026-11-30): 8 and 16 CTAs reach 51 GB/s at 16 KB, 16 with a 1.8 %
+    HBM drop; 32 CTAs are over the issue's bound of 16 host readers."""
+    pts = [_pt(8, 16384, 51.3, 0.010), _pt(16, 16384, 50.9, 0.018), _pt(32, 16384, 51.1, 0.018),
+           _pt(16, 8192, 51.1, 0.017), _pt(4, 16384, 37.8, 0.010)]
+    choice = C.choose_window(pts)
+    assert (choice["host_ctas"], choice["window_bytes"]) == (8, 16384)
+    assert C.split_host_ctas(pts, choice) == 16
+    assert C.profile_field(choice, source="t", split_ctas=16)["split_gemv_host_ctas"] == 16
+    over = [_pt(8, 16384, 51.3, 0.010), _pt(16, 16384, 50.9, 0.05)]  # 16 CTAs cost HBM 5 %
+    assert C.split_host_ctas(over, C.choose_window(over)) == 8

@@ -1,7 +1,8 @@
 """The split GEMV and congestion-probe kernels without a GPU: every shipped variant compiles for
 sm_90a with no local memory, the Python mirrors of the kernel's constants match the source, the
-launch planner covers every (tile, k-step) exactly once, and the mma fragment mapping the kernel
-relies on computes the right dot products (an emulation of the PTX fragment layouts)."""
+launch planner covers every (tile, 64-k chunk) exactly once and fits shared memory, the stage
+layout is bank-conflict free, and the mma fragment mapping the kernel relies on computes the right
+dot products (an emulation of the PTX fragment layouts)."""
 
 import numpy as np
 import pytest
@@ -44,7 +45,7 @@ def test_every_shipped_split_kernel_compiles_without_spills(shipped_modules):
             assert usage.static_smem_bytes >= gemv.WARPS * nt * 4 * 32 * 4  # the host-role reduction
 
 
-@pytest.mark.parametrize(("host_load", "host_stage"), [(1, 1), (2, 1), (0, 0)])
+@pytest.mark.parametrize(("host_load", "host_stage"), [(1, 1), (2, 1), (0, 0), (1, 0), (0, 2)])
 def test_host_read_experiments_compile(host_load, host_stage):
     module = gemv.compile_variant(torch.bfloat16, "sm_90a", host_load, host_stage)
     _check_module(module, [gemv.kernel_name(nt) for nt in gemv.BATCH_TILES])
@@ -64,38 +65,89 @@ def test_sass_uses_tensor_cores_and_the_intended_loads(shipped_modules):
     except ToolNotFoundError as exc:
         pytest.skip(str(exc))
     assert "HMMA.16816.F32.BF16" in sass
-    assert "LDG.E.NA.128.CONSTANT" in sass  # HBM weight: ld.global.nc.L1::no_allocate.v4
-    assert "LDG.E.EF.128" in sass  # host weight: ld.global.cs.v4 (evict-first)
+    assert "LDGSTS.E.BYPASS.128" in sass  # HBM weight and x: cp.async.cg 16 B into the stage ring
+    assert "LDS.128" in sass  # fragments from shared memory
+    assert "LDG.E.NA.128" not in sass  # no register-held HBM weight loads
+    assert "LDG.E.EF.128" in sass  # host rows: ld.global.cs (evict-first) into registers, run 6's path
+    assert "STS.128" in sass  # ... staged through the host warp's shared tile
     assert "LDL" not in sass and "STL" not in sass
 
 
-def test_staged_host_tiles_are_covered_once_and_bank_conflict_free():
-    """split_gemv.cu HOST_STAGE: chunk q = 32 i + lane of a group goes to (row q / C, chunk q % C),
-    C = 4 hs, row stride S with S*16 = 64 mod 128; 128-bit accesses are served 8 lanes at a time."""
-    for hs in range(1, gemv.HOST_STEPS_MAX + 1):
-        c_ = 4 * hs
-        s_ = c_ if c_ % 8 == 4 else c_ + 4
-        assert s_ * 16 % 128 == 64 and 16 * s_ <= 16 * (4 * gemv.HOST_STEPS_MAX + 4)
-        seen = set()
-        for i in range(2 * hs):
-            addrs = [((32 * i + lane) // c_) * s_ + (32 * i + lane) % c_ for lane in range(32)]
-            seen |= {((32 * i + lane) // c_, (32 * i + lane) % c_) for lane in range(32)}
-            assert all(len({a % 8 for a in addrs[q:q + 8]}) == 8 for q in range(0, 32, 8))
-        assert seen == {(r, c) for r in range(16) for c in range(c_)}
-        for u in range(hs):
-            for half in (0, 8):
-                addrs = [((lane >> 2) + half) * s_ + 4 * u + (lane & 3) for lane in range(32)]
-                assert all(len({a % 8 for a in addrs[q:q + 8]}) == 8 for q in range(0, 32, 8))
+def _swz(row, c):
+    """split_gemv.cu swz(): chunk c of stage row r sits at r * 8 + (c ^ 4 (r & 1)) (16-byte units)."""
+    return row * 8 + (c ^ ((row & 1) << 2))
+
+
+def _conflict_free(addrs):
+    """128-bit shared accesses are served a quarter warp (8 lanes) at a time: 8 distinct bank groups."""
+    return all(len({a % 8 for a in addrs[q:q + 8]}) == 8 for q in range(0, 32, 8))
+
+
+@pytest.mark.parametrize("rows", sorted(set(gemv.HBM_ROWS.values())))
+def test_stage_copies_cover_the_stage_once_and_are_bank_conflict_free(rows):
+    """issue_stage(): thread q of chunk j copies row (j * 256 + q) / 8, chunk q % 8 (8 threads = one
+    row's 128 contiguous bytes, whole lines per warp instruction)."""
+    per_thread = rows * gemv.ROW_BYTES // 16 // gemv.THREADS
+    assert per_thread * gemv.THREADS * 16 == rows * gemv.ROW_BYTES
+    placed = set()
+    for j in range(per_thread):
+        for warp in range(gemv.WARPS):
+            qs = [j * gemv.THREADS + warp * 32 + lane for lane in range(32)]
+            # a warp reads 4 rows x 128 B: 4 whole lines
+            assert len({q >> 3 for q in qs}) == 4 and all(len({q & 7 for q in qs if q >> 3 == r}) == 8
+                                                          for r in {q >> 3 for q in qs})
+            addrs = [_swz(q >> 3, q & 7) for q in qs]
+            assert _conflict_free(addrs)
+            placed |= set(addrs)
+    assert placed == set(range(rows * 8))
+
+
+@pytest.mark.parametrize("host_steps", range(1, gemv.HOST_STEPS_MAX + 1))
+def test_host_staging_tile_is_bank_conflict_free_and_fits(host_steps):
+    """host_role(): lane q of load i stores chunk (q % C) of row q / C (C = 4 host_steps) at
+    row * S + chunk; lane (g, t) then reads rows g and g + 8 at chunk 4 u + t."""
+    c = 4 * host_steps
+    s = gemv.host_stage_stride(host_steps)
+    assert s >= c and s * 16 % 128 == 64
+    stored = set()
+    for i in range(2 * host_steps):
+        addrs = [((i * 32 + lane) // c) * s + (i * 32 + lane) % c for lane in range(32)]
+        assert _conflict_free(addrs)
+        stored |= set(addrs)
+    assert stored == {r * s + ch for r in range(gemv.HOST_ROWS) for ch in range(c)}  # the whole group
+    for u in range(host_steps):
+        for base in (0, 8):
+            assert _conflict_free([(base + (lane >> 2)) * s + 4 * u + (lane & 3) for lane in range(32)])
+    assert max(stored) < gemv.host_stage_bytes(host_steps) // 16 // gemv.WARPS  # inside the warp's tile
+    assert gemv.host_stage_bytes(host_steps, 0) == 0
+
+
+@pytest.mark.parametrize("r0", [0, 16, 48, 112, 240])
+def test_stage_fragment_reads_are_bank_conflict_free(r0):
+    """compute_stage(): lane (g, t) reads rows r0 + g and r0 + g + 8, chunk 4 s + t, and x row
+    8 nt + g, chunk 4 s + t; r0 is a multiple of 16."""
+    for s_half in (0, 1):
+        for base in (r0, r0 + 8):
+            addrs = [_swz(base + (lane >> 2), 4 * s_half + (lane & 3)) for lane in range(32)]
+            assert _conflict_free(addrs)
+            # each lane gets the 16 bytes it asked for
+            assert all(a % 8 ^ (((base + (lane >> 2)) & 1) << 2) == 4 * s_half + (lane & 3)
+                       for lane, a in enumerate(addrs))
 
 
 def test_python_mirrors_match_the_source():
     c = gemv.source_constants()
     assert c["GEMV_THREADS"] == gemv.THREADS and c["GEMV_WARPS"] == gemv.WARPS
     assert c["TILE_M"] == gemv.TILE_M and c["TILE_K"] == gemv.TILE_K
-    assert c["HOST_STEPS_MAX"] == gemv.HOST_STEPS_MAX
+    assert c["ROW_CHUNKS"] * 16 == gemv.ROW_BYTES == 2 * gemv.TILE_K
+    assert c["HOST_ROWS"] == gemv.HOST_ROWS and gemv.HOST_WINDOW_UNIT == gemv.THREADS * 2 * 16
+    assert c["HOST_KSTEP"] == gemv.HOST_KSTEP
+    assert gemv.HOST_WINDOW_UNIT == gemv.HOST_ROWS * gemv.HOST_KSTEP * 2 * gemv.WARPS
+    assert c["HOST_STEPS_MAX"] == gemv.HOST_STEPS_MAX and c["HBM_DEPTH_MAX"] == gemv.HBM_DEPTH_MAX
     assert c["HOST_STAGE"] == gemv.defines(torch.bfloat16)["HOST_STAGE"]  # the default matches
+    assert c["HOST_LOAD"] == gemv.defines(torch.bfloat16)["HOST_LOAD"]
     for nt in gemv.BATCH_TILES:
-        assert c[f"HBM_STEPS_NT{nt}"] == gemv.HBM_STEPS[nt]
+        assert c[f"HBM_MT_NT{nt}"] == gemv.HBM_MT[nt]
         assert c[f"MIN_CTAS_NT{nt}"] == gemv.MIN_CTAS_PER_SM[nt]
     cc = gemv.source_constants(package_source(CONGESTION_SOURCE))
     from smemkit.offload import congestion
@@ -127,9 +179,10 @@ def test_host_window_steps():
 # ---- the launch planner ------------------------------------------------------------------------
 
 def _expected_pairs(n_rows, k, n_hbm):
-    ks = -(-k // gemv.TILE_K)
+    ks = -(-k // gemv.TILE_K)  # HBM: 64-k stages
+    hs = -(-k // gemv.HOST_KSTEP)  # host: 32-k steps
     hbm = {("hbm", t, s) for t in range(-(-n_hbm // gemv.TILE_M)) for s in range(ks)}
-    host = {("host", t, s) for t in range(-(-(n_rows - n_hbm) // gemv.TILE_M)) for s in range(ks)}
+    host = {("host", t, s) for t in range(-(-(n_rows - n_hbm) // gemv.TILE_M)) for s in range(hs)}
     return hbm | host
 
 
@@ -137,14 +190,16 @@ def _expected_pairs(n_rows, k, n_hbm):
 @given(n_rows=st.integers(1, 700), k8=st.integers(1, 400), batch=st.integers(1, 64),
        host_tiles=st.integers(0, 50), all_host=st.booleans(), slots=st.sampled_from([2, 9, 132, 264]),
        host_ctas=st.integers(1, 40), host_steps=st.integers(1, gemv.HOST_STEPS_MAX),
-       split_g=st.sampled_from([None, 1, 2, 7, 1000]), split_h=st.sampled_from([None, 1, 3, 1000]))
+       split_g=st.sampled_from([None, 1, 2, 7, 1000]), split_h=st.sampled_from([None, 1, 3, 1000]),
+       hbm_depth=st.sampled_from([None, 1, 2, 3]), host_stage=st.sampled_from([0, 1, 2]))
 def test_plan_computes_every_tile_and_k_step_exactly_once(n_rows, k8, batch, host_tiles, all_host, slots,
-                                                          host_ctas, host_steps, split_g, split_h):
+                                                          host_ctas, host_steps, split_g, split_h, hbm_depth,
+                                                          host_stage):
     k = 8 * k8
     host_rows = n_rows if all_host else min(n_rows, 16 * host_tiles)
     n_hbm = n_rows - host_rows
     plan = gemv.plan_launch(n_rows, k, batch, n_hbm, slots=slots, host_ctas=host_ctas, host_steps=host_steps,
-                            split_g=split_g, split_h=split_h)
+                            split_g=split_g, split_h=split_h, hbm_depth=hbm_depth, host_stage=host_stage)
     cov = gemv.unit_coverage(plan, n_rows, k, n_hbm)
     assert set(cov) == _expected_pairs(n_rows, k, n_hbm)
     assert all(v == 1 for v in cov.values())
@@ -164,6 +219,29 @@ def test_plan_computes_every_tile_and_k_step_exactly_once(n_rows, k8, batch, hos
     widest = max(plan.split_g if n_hbm else 1, plan.split_h if host_rows else 1)
     if widest > 1:
         assert plan.ws_floats >= widest * batch * n_rows and plan.n_counters >= 1
+        # one counter per HBM row block, then one per host 16-row tile (split_gemv.cu's indexing)
+        assert plan.n_counters == -(-n_hbm // gemv.HBM_ROWS[plan.nt]) + -(-host_rows // gemv.HOST_ROWS)
+    # the dynamic shared memory is the ring of the roles present, and fits with the static part
+    assert plan.smem == gemv.smem_bytes(plan.nt, hbm=n_hbm > 0, host=host_rows > 0, hbm_depth=plan.hbm_depth,
+                                        host_steps=host_steps, host_stage=host_stage)
+    assert plan.smem + gemv.STATIC_SMEM[plan.nt] <= gemv.SMEM_PER_BLOCK_OPTIN
+
+
+def test_default_rings_fit_and_keep_enough_bytes_in_flight():
+    """Little's law: ~4.3 TB/s x >= 1 us loaded latency over 132 SMs wants >= 32 KB in flight per SM."""
+    for nt in gemv.BATCH_TILES:
+        depth = gemv.HBM_DEPTH[nt]
+        assert depth <= gemv.max_hbm_depth(nt)
+        smem = gemv.smem_bytes(nt, hbm=True, host=True, hbm_depth=depth, host_steps=gemv.HOST_STEPS_MAX)
+        per_cta = smem + gemv.STATIC_SMEM[nt] + 1024  # + the 1 KB the driver reserves per CTA
+        assert gemv.MIN_CTAS_PER_SM[nt] * per_cta <= 233472  # 228 KB per SM
+        in_flight_per_sm = gemv.MIN_CTAS_PER_SM[nt] * depth * gemv.HBM_ROWS[nt] * gemv.ROW_BYTES
+        assert in_flight_per_sm >= 64 * 1024
+    with pytest.raises(InvalidArgumentError, match="hbm_depth"):
+        gemv.plan_launch(4096, 4096, 64, 4096, slots=132, host_ctas=8, host_steps=2,
+                         hbm_depth=gemv.HBM_DEPTH_MAX)
+    with pytest.raises(InvalidArgumentError, match="hbm_depth"):
+        gemv.plan_launch(4096, 4096, 1, 4096, slots=132, host_ctas=8, host_steps=2, hbm_depth=0)
 
 
 def test_plan_for_the_benchmark_shapes_is_balanced_and_fills_the_gpu():
@@ -173,6 +251,7 @@ def test_plan_for_the_benchmark_shapes_is_balanced_and_fills_the_gpu():
             slots = 132 * gemv.MIN_CTAS_PER_SM[nt]
             plan = gemv.plan_launch(n, k, batch, n, slots=slots, host_ctas=8, host_steps=2)
             assert plan.host_ctas == 0 and plan.hbm_ctas >= 100, plan  # all-HBM: most of the GPU streams
+            assert plan.units_g % plan.hbm_ctas == 0 or plan.units_g // plan.hbm_ctas >= 2, plan
             plan = gemv.plan_launch(n, k, batch, 0, slots=slots, host_ctas=8, host_steps=2)
             assert plan.host_ctas == 8 and plan.hbm_ctas == 0, plan  # all-host: exactly the window CTAs
 
@@ -188,6 +267,108 @@ def test_plan_rejects_bad_arguments():
         gemv.plan_launch(16, 16, 65, 0, slots=8, host_ctas=1, host_steps=1)
     with pytest.raises(InvalidArgumentError, match="slot"):
         gemv.plan_launch(32, 16, 1, 16, slots=1, host_ctas=1, host_steps=1)
+
+
+# ---- shared memory: what the planner offers must fit, what a caller forces must be refused clearly ----
+
+@pytest.mark.parametrize("limit", [gemv.SMEM_PER_BLOCK_OPTIN, 166912, 101376])  # H100/H200, A100, sm_86/89
+@pytest.mark.parametrize("nt", gemv.BATCH_TILES)
+def test_the_planners_own_choices_always_fit(limit, nt):
+    batch = 8 * nt
+    if gemv.smem_bytes(nt, hbm=True, host=False, hbm_depth=1, host_steps=1) + gemv.STATIC_SMEM[nt] > limit:
+        with pytest.raises(InvalidArgumentError,
+                           match=r"hbm_depth = 1 \(the default\).* needs .*no HBM ring fits"):
+            gemv.plan_launch(4096, 4096, batch, 2048, slots=64, host_ctas=8, host_steps=2, smem_limit=limit)
+        return
+    for host_steps in range(1, gemv.HOST_STEPS_MAX + 1):
+        for host_stage in (0, 1, 2):
+            for n_hbm in (0, 2048, 4096):
+                plan = gemv.plan_launch(4096, 4096, batch, n_hbm, slots=64, host_ctas=8,
+                                        host_steps=host_steps, host_stage=host_stage, smem_limit=limit)
+                assert plan.smem + gemv.STATIC_SMEM[nt] <= limit, plan
+                assert plan.hbm_depth == gemv.default_hbm_depth(nt, limit) <= gemv.HBM_DEPTH[nt]
+    if limit == gemv.SMEM_PER_BLOCK_OPTIN:
+        assert gemv.default_hbm_depth(nt) == gemv.HBM_DEPTH[nt] == 2  # run 7's best depth
+
+
+def test_host_staging_fits_on_every_gpu_with_72_kb_per_cta():
+    """default_hbm_depth() sizes the HBM ring; the host warps' tiles (<= 40 KB) come on top only as a
+    max, so they fit wherever static + 40 KB does (every GPU smemkit supports: >= 99 KB per CTA)."""
+    for nt in gemv.BATCH_TILES:
+        assert gemv.host_stage_bytes(gemv.HOST_STEPS_MAX) + gemv.STATIC_SMEM[nt] <= 101376
+
+
+def test_a_forced_depth_that_cannot_fit_names_the_argument():
+    nt = gemv.batch_tiles(64)
+    with pytest.raises(InvalidArgumentError, match=rf"hbm_depth = {gemv.HBM_DEPTH_MAX} needs .*"
+                                                   rf"\(hbm_depth <= {gemv.max_hbm_depth(nt)} fits\)"):
+        gemv.plan_launch(4096, 4096, 64, 4096, slots=132, host_ctas=8, host_steps=2,
+                         hbm_depth=gemv.HBM_DEPTH_MAX)
+    # the same depth is fine where it fits, and an all-host launch does not care about hbm_depth
+    deepest = gemv.HBM_DEPTH_MAX
+    gemv.plan_launch(4096, 4096, 1, 4096, slots=264, host_ctas=8, host_steps=2, hbm_depth=deepest)
+    plan = gemv.plan_launch(4096, 4096, 64, 0, slots=132, host_ctas=8, host_steps=4, hbm_depth=deepest)
+    assert plan.smem == gemv.host_stage_bytes(4)
+
+
+def test_host_variant_arguments_are_checked():
+    with pytest.raises(InvalidArgumentError, match="host_load=3 .* is now the default 0"):
+        gemv.defines(torch.bfloat16, 3)
+    for bad in (4, -1, True):
+        with pytest.raises(InvalidArgumentError, match="host_load"):
+            gemv.defines(torch.bfloat16, bad)
+    for bad in (3, True, None):
+        with pytest.raises(InvalidArgumentError, match="host_stage"):
+            gemv.plan_launch(64, 64, 1, 0, slots=8, host_ctas=1, host_steps=1, host_stage=bad)
+
+
+class _FakeInfo:
+    smem_per_block_optin = 232448
+    sm_count = 132
+
+
+@pytest.mark.parametrize(("n", "k", "batch", "host_window", "host_stage"),
+                         # run 7's three failures (test_both_host_read_paths), then the same windows staged
+                         [(7, 72, 3, 32768, 0), (203, 1000, 40, 8192, 0), (203, 1000, 40, 16384, 0),
+                          (7, 72, 3, 32768, 1), (203, 1000, 40, 8192, 1), (203, 1000, 40, 16384, 2)])
+def test_plan_for_asks_the_driver_about_the_launch_it_makes(monkeypatch, n, k, batch, host_window,
+                                                            host_stage):
+    """plan_for() queries occupancy with exactly the dynamic shared memory it launches with, and an
+    answer of 0 CTAs is an error naming the arguments that set that memory (never a planned launch)."""
+    import smemkit.runtime.device as device
+
+    asked = []
+    answer = {"slots": 264}
+
+    def fake_slots(dtype, nt, device_index, host_load=0, host_stage=1, smem=0):
+        asked.append((nt, host_load, host_stage, smem))
+        return answer["slots"]
+
+    monkeypatch.setattr(device, "gpu_info", lambda index=None: _FakeInfo())
+    monkeypatch.setattr(gemv, "_slots", fake_slots)
+    hs = gemv.host_steps_for_window(host_window)
+    plan = gemv.plan_for(n, k, batch, 0, torch.bfloat16, 0, host_ctas=4, host_steps=hs, host_stage=host_stage)
+    assert asked[-1] == (plan.nt, 0, host_stage, plan.smem)
+    assert plan.smem == gemv.host_stage_bytes(hs, host_stage) and plan.slots == 264
+    answer["slots"] = 0
+    with pytest.raises(InvalidArgumentError, match=rf"host_window = {host_window} needs .*occupancy"):
+        gemv.plan_for(n, k, batch, 0, torch.bfloat16, 0, host_ctas=4, host_steps=hs, host_stage=host_stage)
+    with pytest.raises(InvalidArgumentError, match="ctas_per_sm"):
+        gemv.plan_for(n, k, batch, 0, torch.bfloat16, 0, host_ctas=4, host_steps=hs, ctas_per_sm=0)
+
+
+def test_plan_for_keeps_the_default_depth_on_a_smaller_gpu(monkeypatch):
+    import smemkit.runtime.device as device
+
+    class Small(_FakeInfo):
+        smem_per_block_optin = 101376
+
+    monkeypatch.setattr(device, "gpu_info", lambda index=None: Small())
+    monkeypatch.setattr(gemv, "_slots", lambda *a, **kw: 100)
+    plan = gemv.plan_for(4096, 4096, 17, 4096, torch.bfloat16, 0, host_ctas=8, host_steps=2)
+    assert plan.hbm_depth == gemv.default_hbm_depth(4, 101376) and plan.smem + gemv.STATIC_SMEM[4] <= 101376
+    with pytest.raises(InvalidArgumentError, match="hbm_depth = 5 needs"):
+        gemv.plan_for(4096, 4096, 17, 4096, torch.bfloat16, 0, host_ctas=8, host_steps=2, hbm_depth=5)
 
 
 def test_split_model_prefers_few_large_units():
