@@ -91,8 +91,9 @@ def resolve_variant(spec: ReductionSpec, N: int, device: torch.device, variant: 
     if kind in EXPERIMENTAL and cluster_size not in (None, 1):
         raise InvalidArgumentError(f"cluster_size={cluster_size} only applies to variant='cluster'")
     if kind == "regs":
-        from smemkit.reduction.kernels import regs_variant
+        from smemkit.reduction.kernels import check_regs_width, regs_variant
 
+        check_regs_width(N, threads or 1024)
         return regs_variant(N, threads or 1024)
     if kind == "reread_l2":
         return Variant(kind, threads=threads)

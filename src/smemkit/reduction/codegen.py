@@ -10,8 +10,9 @@ One template, five variants (paper §III-B/C, plus two for measurement):
 - ``reread``: one CTA per row, each pass re-reads global memory (no staging).
 - ``reread_l2`` (not yet measured): the re-read kernel on a persistent grid of 1024-thread CTAs
   whose size the launcher caps so that the rows in flight times the bytes each re-reads stay
-  within a budget of the L2 (``kernels.reread_l2_grid``); deeper unroll, so fewer CTAs still
-  keep enough loads in flight.
+  within a budget of the L2 (``kernels.reread_l2_grid``); each thread issues ``batch`` (4)
+  independent 16-byte loads per input before consuming any, so fewer CTAs still keep enough
+  loads in flight.
 - ``regs`` (not yet measured): one 1024-thread CTA per row, the inputs read by two or more
   passes held in registers (``vregs`` 16-byte vectors per thread and input, fully unrolled)
   from the first pass to the last: every element read from global memory once, no shared memory.
@@ -69,9 +70,16 @@ class Variant:
 
     @property
     def unroll(self) -> int:
-        """Element-loop unroll: deeper for reread_l2, whose capped grid needs more loads in flight
-        per CTA."""
-        return 4 if self.kind == "reread_l2" else 2
+        """``#pragma unroll`` of the element loop of the staged, cluster and re-read kernels
+        (a hint only: their loop loads, branches and consumes one vector per input at a time)."""
+        return 2
+
+    @property
+    def batch(self) -> int:
+        """16-byte vectors per input each thread loads before it consumes any: reread_l2 loads
+        ``batch`` vectors of every input of a pass into registers, then runs the per-vector body
+        over them, so its capped grid still keeps enough loads in flight; 0 for the others."""
+        return 4 if self.kind == "reread_l2" else 0
 
     @property
     def min_blocks(self) -> int:
@@ -92,6 +100,20 @@ class Variant:
         if self.threads != DEFAULT_THREADS.get(self.kind, 256):
             base += f"_t{self.threads}"
         return base + ("_pf" if self.prefetch else "") + ("_control" if self.control else "")
+
+
+# reread_l2: at most this many 16-byte vectors (4 registers each) a thread loads across the inputs
+# of one pass before consuming any: four per input for one or two inputs, three for three inputs
+# (wvar_bwd, lars: four, 48 registers of buffers, spill 12-32 B at the 64-register bound).
+BATCH_VECTORS = 9
+
+
+def pass_batch(variant: Variant, inputs: int) -> int:
+    """Vectors per input each thread of ``variant`` loads before consuming any, in a pass reading
+    ``inputs`` inputs from global memory (0: no batching, the variant's plain loop)."""
+    if not variant.batch:
+        return 0
+    return max(1, min(variant.batch, BATCH_VECTORS // max(1, inputs)))
 
 
 def kernel_name(spec: ReductionSpec, variant: Variant) -> str:
@@ -314,10 +336,47 @@ def generate(spec: ReductionSpec, variant: Variant) -> str:
         cols = [n for n in spec.columns
                 if any(n in expr.names(t) for t in texts) or any(n in expr.names(lets[x])
                                                                    for x in let_names)]
+        batch = pass_batch(variant, len(used))
+        fast = "_full && (_s.row_start & 3) == 0" if cols else "_full"
         if held:  # the per-thread vectors, fully unrolled so the held arrays stay in registers
             w("#pragma unroll")
             w("  for (int _j = 0; _j < VREGS; ++_j) {")
             w("    const int _i = threadIdx.x + _j * THREADS;")
+            w("    if (_i >= _s.nvec) break;")
+        elif batch:
+            # every load of the batch is issued before any is used: ``batch`` vectors per input
+            # into registers (compile-time indices only), then the per-vector body over them.
+            # Column parameters (read by every row, L2 hits) are still loaded in the body: buffering
+            # them too spills layernorm_bwd at 64 registers.
+            w("#pragma unroll 1")
+            w(f"  for (int _i0 = threadIdx.x; _i0 < _s.nvec; _i0 += {batch} * THREADS) {{")
+            w(f"    // issue {batch} loads per input before using any")
+            for n in used:
+                w(f"    float4 _b_{n}[{batch}];")
+            w(f"    if (owns_vectors(_s.v0 + _i0, {batch}, THREADS, _s)) {{  // all owned whole: plain loads")
+            w("#pragma unroll")
+            w(f"      for (int _j = 0; _j < {batch}; ++_j) {{")
+            w("        const long long _v = _s.v0 + _i0 + _j * THREADS;")
+            for n in used:
+                final = "true" if final_pass[n] == this_pass else "false"
+                w(f"        _b_{n}[_j] = load_full_vector<{final}>(p_{n}, _v, _l2_keep);")
+            w("      }")
+            w("    } else {  // a slice end: partial vectors masked, vectors past the slice zero")
+            w("#pragma unroll")
+            w(f"      for (int _j = 0; _j < {batch}; ++_j) {{")
+            w("        const int _i = _i0 + _j * THREADS;")
+            w("        const long long _v = _s.v0 + _i;")
+            w("        const bool _in = _i < _s.nvec;")
+            w("        const float4 _zero = make_float4(0.0f, 0.0f, 0.0f, 0.0f);")
+            for n in used:
+                final = "true" if final_pass[n] == this_pass else "false"
+                w(f"        _b_{n}[_j] = _in ? load_vector<{final}>(p_{n}, _v, _s, _l2_keep) : _zero;")
+            w("      }")
+            w("    }")
+            inner_start = len(out)  # the per-vector loop, indented one level more at the end
+            w("#pragma unroll")
+            w(f"  for (int _j = 0; _j < {batch}; ++_j) {{  // consume the batch")
+            w("    const int _i = _i0 + _j * THREADS;")
             w("    if (_i >= _s.nvec) break;")
         else:
             w(f"#pragma unroll {variant.unroll}")
@@ -325,14 +384,13 @@ def generate(spec: ReductionSpec, variant: Variant) -> str:
         w("    const long long _v = _s.v0 + _i;")
         for n in used:
             final = final_pass[n] == this_pass if exact_last_use else last_pass
-            src = (f"s_{n}[_i]" if n in staged else f"r_{n}[_j]" if n in held
+            src = (f"s_{n}[_i]" if n in staged else f"r_{n}[_j]" if n in held else f"_b_{n}[_j]" if batch
                    else f"load_vector<{'true' if final else 'false'}>(p_{n}, _v, _s, _l2_keep)")
             w(f"    const float4 {n}4 = {src};")
             w(f"    const float {n}_a[4] = {{{n}4.x, {n}4.y, {n}4.z, {n}4.w}};")
         w("    const bool _full = owns_vector(_v, _s);")
         for line in header or []:
             w("    " + line)
-        fast = "_full && (_s.row_start & 3) == 0" if cols else "_full"
         for masked in (False, True):
             w(f"    {'} else {' if masked else 'if (' + fast + ') {'}")
             if not masked and cols:
@@ -362,6 +420,9 @@ def generate(spec: ReductionSpec, variant: Variant) -> str:
         for line in footer or []:
             w("    " + line)
         w("  }")
+        if batch:
+            out[inner_start:] = [line if line.startswith("#") else "  " + line for line in out[inner_start:]]
+            w("  }")
 
     for li, stage in enumerate(spec.stages):
         off = slot_offsets[li]

@@ -18,6 +18,7 @@ from smemkit.reduction.codegen import (
     generate,
     kernel_name,
     parameter_kinds,
+    pass_batch,
     static_smem_bytes,
 )
 from smemkit.reduction.spec import ReductionSpec
@@ -96,13 +97,25 @@ def reread_l2_grid(spec: ReductionSpec, M: int, N: int, l2_bytes: int, resident:
 
 def loads_in_flight_per_sm(spec: ReductionSpec, variant: Variant, N: int, ctas: int,
                            sm_count: int) -> float:
-    """Bytes of 16-byte loads an SM with work has outstanding in the pass reading the most
-    inputs, if every unrolled iteration issues its loads before using them: CTAs per busy SM
-    x min(threads x unroll, vectors of the row) x 16 B x inputs of that pass."""
-    inputs = max(len(p) for p in spec.pass_inputs)
-    per_thread = variant.vregs if variant.kind == "regs" else variant.unroll
-    per_cta = min(variant.threads * per_thread, -(-N // 4)) * 16 * inputs
-    return per_cta * ctas / min(ctas, sm_count)
+    """Bytes of 16-byte loads an SM with work has outstanding at most, as the compiled code issues
+    them (checked in the SASS): CTAs per busy SM x the largest, over the passes, of
+    inputs x min(threads x vectors per input, vectors of the row) x 16 B, where a thread has
+    ``pass_batch`` vectors per input in flight in reread_l2 (4 for passes of one or two inputs,
+    3 for three), ``vregs`` per held input in regs (all loaded before stage 1), and one in the
+    other variants (their loop loads, branches and consumes one vector per input at a time,
+    whatever its unroll pragma)."""
+    nvec = -(-N // 4)
+
+    def per_cta(inputs: int, per_input: int) -> int:
+        return inputs * min(variant.threads * per_input, nvec) * 16
+
+    if variant.kind == "regs":
+        held = set(spec.staged_inputs)  # the rest are read by one pass, one vector at a time
+        passes = [per_cta(len(held), variant.vregs)] + [per_cta(len(set(p) - held), 1)
+                                                          for p in spec.pass_inputs]
+    else:
+        passes = [per_cta(len(p), pass_batch(variant, len(p)) or 1) for p in spec.pass_inputs]
+    return max(passes) * ctas / min(ctas, sm_count)
 
 
 def regs_vectors_needed(N: int, threads: int) -> int:
@@ -111,6 +124,17 @@ def regs_vectors_needed(N: int, threads: int) -> int:
     else up to (N + 6) // 4 (a partial vector at each end)."""
     nvec = N // 4 if N % 4 == 0 else (N + 6) // 4
     return -(-nvec // threads)
+
+
+def check_regs_width(N: int, threads: int) -> None:
+    """Raise InvalidArgumentError when a row of width N is too wide for any ``regs`` build at
+    ``threads`` threads (REGS_VECTORS[-1] vectors per thread and input)."""
+    if regs_vectors_needed(N, threads) > REGS_VECTORS[-1]:
+        most = 4 * REGS_VECTORS[-1] * threads
+        raise InvalidArgumentError(
+            f"N = {N} is above the regs variant's {most} columns at {threads} threads ({most - 3} "
+            f"when N is not a multiple of 4: a partial vector at each row end); use "
+            f"variant='reread_l2' or a cluster variant")
 
 
 def regs_variant(N: int, threads: int = 1024) -> Variant:
@@ -199,6 +223,8 @@ def launch_args(spec: ReductionSpec, variant: Variant, M: int, N: int, args: lis
     arguments already in kernel order."""
     device = require_gpu() if device is None else device
     info = require_kernel_support(device)
+    if variant.kind == "regs":
+        check_regs_width(N, variant.threads)  # the caller's width, not the device, is at fault
     reason = legality(spec, variant, N, info.smem_per_block_optin, NON_PORTABLE_CLUSTER_MAX)
     if reason:
         raise UnsupportedDeviceError(f"{spec.name} variant {variant.label} cannot run: {reason}")
