@@ -6,7 +6,10 @@ Times are CUDA-graph replays with the L2 flushed before each (GPU time from HBM)
 ``ms_with_launch`` is the same call launched from Python each time (host overhead included).
 Per (workload, M, N): torch eager, torch.compile (default and max-autotune-no-cudagraphs),
 the hand-written autotuned Triton kernel, and every legal smemkit variant (staged, reread,
-cluster P = 2/4/8/16). CUDA events after warm-up, median of --reps (>= 20); compilation and
+cluster P = 2/4/8/16, the prefetch variants, and the not yet measured reread_l2 / reread_l2_t512
+— persistent re-read capped by the L2 — and regs / regs_t512 — the row held in registers,
+N <= 16K at 1024 threads, 8K at 512; ``SMEMKIT_REREAD_L2_FRACTION`` sets reread_l2's share of
+the L2). CUDA events after warm-up, median of --reps (>= 20); compilation and
 autotuning happen in the warm-up, outside the timing. Each record carries the relative error
 against the float64 reference of the spec (rows of the same inputs).
 """
@@ -23,7 +26,7 @@ import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from smemkit.errors import UnsupportedDeviceError  # noqa: E402
+from smemkit.errors import InvalidArgumentError, UnsupportedDeviceError  # noqa: E402
 from smemkit.hw.environment import device_block  # noqa: E402
 from smemkit.reduction import BUILTIN, reference, run  # noqa: E402
 from smemkit.reduction.eager import EAGER  # noqa: E402
@@ -36,7 +39,9 @@ ROWS = {"layernorm_bwd": 2048}
 DEFAULT_ROWS = 4096
 OURS = [("staged", None), ("reread", None), ("cluster", 2), ("cluster", 4), ("cluster", 8),
         ("cluster", 16), ("staged_pf", None), ("cluster_pf", 2), ("cluster_pf", 4), ("cluster_pf", 8),
-        ("cluster_pf", 16)]
+        ("cluster_pf", 16),
+        # not yet measured (docs/reduction.md, "L2-aware re-read and register-resident rows"):
+        ("reread_l2", None), ("reread_l2_t512", None), ("regs", None), ("regs_t512", None)]
 
 
 def errors_of(got: dict, want: dict) -> dict:
@@ -84,7 +89,7 @@ def bench_shape(name: str, M: int, N: int, methods: set[str], table: dict, reps:
         try:
             got = fn()
             torch.cuda.synchronize()
-        except UnsupportedDeviceError as exc:
+        except (UnsupportedDeviceError, InvalidArgumentError) as exc:  # regs: a row too wide
             records.append({"workload": name, "M": M, "N": N, "variant": method, "P": P,
                             "ms": None, "eff_tbps": None, "rel_err": None, "illegal": str(exc)})
             return
@@ -122,7 +127,8 @@ def main() -> int:
     parser.add_argument("--widths", nargs="+", type=int, default=list(WIDTHS))
     parser.add_argument("--methods", nargs="+",
                         default=["eager", "compile", "compile_max", "triton", "staged", "reread",
-                                 "cluster", "staged_pf", "cluster_pf"])
+                                 "cluster", "staged_pf", "cluster_pf", "reread_l2", "reread_l2_t512",
+                                 "regs", "regs_t512"])
     parser.add_argument("--reps", type=int, default=30)
     parser.add_argument("--append", action="store_true",
                         help="add to the records already in --out (e.g. a second run for compile_max)")

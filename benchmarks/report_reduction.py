@@ -12,10 +12,10 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 CLUSTER_BAR, CLUSTER_BAR_64K = 3.6, 3.75
-METHODS = ("eager", "compile", "compile_max", "triton", "staged", "staged_pf", "reread", "cluster",
-           "cluster_pf")
+METHODS = ("eager", "compile", "compile_max", "triton", "staged", "staged_pf", "reread", "reread_l2",
+           "reread_l2_t512", "regs", "regs_t512", "cluster", "cluster_pf")
 CLUSTER = ("cluster", "cluster_pf")
-NON_CLUSTER = ("staged", "staged_pf", "reread")
+NON_CLUSTER = ("staged", "staged_pf", "reread", "reread_l2", "reread_l2_t512", "regs", "regs_t512")
 
 
 def label(r: dict) -> str:
@@ -28,6 +28,8 @@ def build(results: dict) -> str:
         if r["ms"] is not None:
             by[(r["workload"], r["N"])].append(r)
     dev = results["device"]
+    # columns for the methods the results hold (a run of a few methods, e.g. reduction_l2.json)
+    methods = [m for m in METHODS if any(r["variant"] == m for recs in by.values() for r in recs)]
     lines = [
         "# Reduction-reuse kernels on the H200: effective bandwidth",
         "",
@@ -38,19 +40,22 @@ def build(results: dict) -> str:
         "20 repetitions). Made by `benchmarks/reduction.py`; this page by",
         "`benchmarks/report_reduction.py`. Ceiling: device copy 4.17-4.27 TB/s.",
         "",
-        "| workload | N | " + " | ".join(METHODS) + " | best cluster | bar | best non-cluster "
+        "| workload | N | " + " | ".join(methods) + " | best cluster | bar | best non-cluster "
         "vs compile |",
-        "|" + "---|" * (len(METHODS) + 5),
+        "|" + "---|" * (len(methods) + 5),
     ]
     met = missed = nc_ok = nc_bad = 0
     for (name, N), recs in sorted(by.items()):
         cells = []
-        for m in METHODS:
+        for m in methods:
             rs = [r for r in recs if r["variant"] == m]
             best = max(rs, key=lambda r: r["eff_tbps"], default=None)
             cells.append("-" if best is None else f"{best['eff_tbps']:.2f}")
-        cluster = max((r for r in recs if r["variant"] in CLUSTER), key=lambda r: r["eff_tbps"])
+        cluster = max((r for r in recs if r["variant"] in CLUSTER), key=lambda r: r["eff_tbps"],
+                      default=None)
         bar = CLUSTER_BAR_64K if N == 65536 else CLUSTER_BAR if N >= 16384 else None
+        if cluster is None:  # a run without cluster variants
+            bar = None
         verdict = "-" if bar is None else ("met" if cluster["eff_tbps"] >= bar else f"missed ({bar})")
         if bar is not None:
             met += verdict == "met"
@@ -60,9 +65,10 @@ def build(results: dict) -> str:
         ok = nc["ms"] <= comp["ms"]
         nc_ok += ok
         nc_bad += not ok
-        lines.append(f"| {name} | {N} | " + " | ".join(cells) + f" | {cluster['eff_tbps']:.2f} "
-                     f"({label(cluster)}) | {verdict} | {label(nc)} {nc['eff_tbps']:.2f} vs "
-                     f"{comp['eff_tbps']:.2f}: {'not slower' if ok else 'slower'} |")
+        best_cluster = "-" if cluster is None else f"{cluster['eff_tbps']:.2f} ({label(cluster)})"
+        lines.append(f"| {name} | {N} | " + " | ".join(cells) + f" | {best_cluster} | {verdict} | "
+                     f"{label(nc)} {nc['eff_tbps']:.2f} vs {comp['eff_tbps']:.2f}: "
+                     f"{'not slower' if ok else 'slower'} |")
     worst = max(r["rel_err"] for recs in by.values() for r in recs)
     codes = max((r.get("max_code_diff") or 0) for recs in by.values() for r in recs)
     lines += [

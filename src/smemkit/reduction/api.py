@@ -4,7 +4,8 @@
 the row in one CTA when its slice is small enough for three CTAs per SM, else split it over the
 smallest cluster whose slices are, else the largest legal cluster, else the one-CTA staged
 kernel, else re-read global memory. ``explain()`` gives the cost model's view;
-``variant=``/``cluster_size=`` override the rule.
+``variant=``/``cluster_size=`` override the rule (``variant="reread_l2"`` and ``"regs"`` reach
+the two variants not yet measured, which the rule never picks).
 """
 
 from __future__ import annotations
@@ -21,6 +22,9 @@ from smemkit.reduction.spec import ReductionSpec
 from smemkit.reduction.workloads import BUILTIN
 from smemkit.runtime.device import NON_PORTABLE_CLUSTER_MAX
 
+# Variants for measurement only (not yet measured on a GPU): selectable with variant=..., never
+# chosen by choose_variant, legal_variants or autotuning (docs/reduction.md, "L2-aware re-read").
+EXPERIMENTAL = ("reread_l2", "regs")
 # Slices at or below this many bytes of shared memory per CTA leave room for three CTAs per SM.
 PREFERRED_SLICE_BYTES = 72 * 1024
 
@@ -77,9 +81,22 @@ def resolve_variant(spec: ReductionSpec, N: int, device: torch.device, variant: 
     kind = variant or "cluster"
     prefetch = kind.endswith("_pf")  # "staged_pf" / "cluster_pf": persistent, two row buffers
     kind = kind.removesuffix("_pf")
-    if kind not in VARIANTS or (prefetch and kind == "reread"):
-        allowed = [*VARIANTS, "staged_pf", "cluster_pf"]
+    threads = 0  # the kind's default
+    base, _, suffix = kind.rpartition("_t")  # "reread_l2_t512", "regs_t512": other thread counts
+    if base in EXPERIMENTAL and suffix in ("256", "512", "1024"):
+        kind, threads = base, int(suffix)
+    if kind not in VARIANTS or (prefetch and kind not in ("staged", "cluster")):
+        allowed = [*VARIANTS, "staged_pf", "cluster_pf", "reread_l2_t512", "regs_t512"]
         raise InvalidArgumentError(f"variant {variant!r}; allowed: {', '.join(allowed)}")
+    if kind in EXPERIMENTAL and cluster_size not in (None, 1):
+        raise InvalidArgumentError(f"cluster_size={cluster_size} only applies to variant='cluster'")
+    if kind == "regs":
+        from smemkit.reduction.kernels import check_regs_width, regs_variant
+
+        check_regs_width(N, threads or 1024)
+        return regs_variant(N, threads or 1024)
+    if kind == "reread_l2":
+        return Variant(kind, threads=threads)
     if kind == "cluster":
         P = cluster_size or 8
         if P not in CLUSTER_SIZES:

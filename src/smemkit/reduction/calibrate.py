@@ -7,6 +7,7 @@ workload kernel — so the model's prediction is made before the cluster kernel 
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
+from dataclasses import replace
 
 import torch
 
@@ -36,7 +37,7 @@ def _control_args(spec: ReductionSpec, M: int, N: int) -> list[object]:
 
 def control_ms(spec: ReductionSpec, variant: Variant, M: int, N: int, reps: int = 20) -> float:
     """Median time of the work-free twin of ``variant`` at (M, N) (CUDA-graph replays)."""
-    control = Variant(variant.kind, variant.P, variant.threads, control=True)
+    control = replace(variant, control=True)  # every other field kept (regs' vregs, prefetch)
     args = _control_args(spec, M, N)
     return time_gpu(lambda: launch_args(spec, control, M, N, args), warmup=3, reps=reps,
                     graph=True).median_ms

@@ -1,6 +1,6 @@
 """CUDA source for every variant of a reduction-reuse spec.
 
-One template, three variants (paper §III-B/C):
+One template, five variants (paper §III-B/C, plus two for measurement):
 - ``cluster`` (P > 1): the row is split over a cluster of P CTAs; each stages its slice in shared
   memory with the bulk-copy engine, reduces it, and pushes its partial statistics one-way into
   every peer's shared memory (``st.async`` completing on the peer's mbarrier, one barrier per
@@ -8,6 +8,14 @@ One template, three variants (paper §III-B/C):
   all CTAs hold bitwise the same statistics and results are deterministic.
 - ``staged`` (P = 1): one CTA per row, the whole row staged in shared memory (when it fits).
 - ``reread``: one CTA per row, each pass re-reads global memory (no staging).
+- ``reread_l2`` (not yet measured): the re-read kernel on a persistent grid of 1024-thread CTAs
+  whose size the launcher caps so that the rows in flight times the bytes each re-reads stay
+  within a budget of the L2 (``kernels.reread_l2_grid``); each thread issues ``batch`` (4)
+  independent 16-byte loads per input before consuming any, so fewer CTAs still keep enough
+  loads in flight.
+- ``regs`` (not yet measured): one 1024-thread CTA per row, the inputs read by two or more
+  passes held in registers (``vregs`` 16-byte vectors per thread and input, fully unrolled)
+  from the first pass to the last: every element read from global memory once, no shared memory.
 
 The generated text names every value after the spec and marks each stage with a comment.
 """
@@ -21,7 +29,10 @@ from smemkit.reduction import expr
 from smemkit.reduction.spec import ReductionSpec
 
 OP_STRUCT = {"sum": "OpSum", "max": "OpMax", "min": "OpMin"}
-VARIANTS = ("cluster", "staged", "reread")
+VARIANTS = ("cluster", "staged", "reread", "reread_l2", "regs")
+# Threads per CTA when a Variant leaves them at 0.
+DEFAULT_THREADS = {"reread_l2": 1024, "regs": 1024}
+REGS_VECTORS = (1, 2, 4)  # vectors per thread and held input a ``regs`` kernel may be built for
 
 
 @dataclass(frozen=True)
@@ -30,13 +41,20 @@ class Variant:
 
     kind: str
     P: int = 1
-    threads: int = 256
+    threads: int = 0  # 0: the kind's default (DEFAULT_THREADS, else 256)
     control: bool = False  # work-free twin for the cost model's T_ctrl: no loads, no outputs
     prefetch: bool = False  # persistent, two row buffers: stage row r+1 while computing row r
+    vregs: int = 0  # regs only: 16-byte vectors per thread held in registers for each input
 
     def __post_init__(self) -> None:
         if self.kind not in VARIANTS:
             raise InvalidArgumentError(f"variant kind {self.kind!r}; allowed: {', '.join(VARIANTS)}")
+        if self.threads == 0:
+            object.__setattr__(self, "threads", DEFAULT_THREADS.get(self.kind, 256))
+        if (self.kind == "regs") != (self.vregs != 0) or self.vregs not in (0, *REGS_VECTORS):
+            raise InvalidArgumentError(
+                f"variant {self.kind!r} with vregs = {self.vregs}: the regs variant takes vregs in "
+                f"{', '.join(map(str, REGS_VECTORS))}, the others 0")
         if (self.kind == "cluster") != (self.P > 1) or self.P not in (1, 2, 4, 8, 16):
             raise InvalidArgumentError(
                 f"variant {self.kind!r} with P = {self.P}: cluster variants take P in 2, 4, 8, 16, "
@@ -51,9 +69,51 @@ class Variant:
         return self.kind in ("cluster", "staged")
 
     @property
+    def unroll(self) -> int:
+        """``#pragma unroll`` of the element loop of the staged, cluster and re-read kernels
+        (a hint only: their loop loads, branches and consumes one vector per input at a time)."""
+        return 2
+
+    @property
+    def batch(self) -> int:
+        """16-byte vectors per input each thread loads before it consumes any: reread_l2 loads
+        ``batch`` vectors of every input of a pass into registers, then runs the per-vector body
+        over them, so its capped grid still keeps enough loads in flight; 0 for the others."""
+        return 4 if self.kind == "reread_l2" else 0
+
+    @property
+    def min_blocks(self) -> int:
+        """__launch_bounds__ minimum CTAs per SM (64 registers per thread at 1024 and 512
+        threads; the re-read kernel's 256 threads get 128)."""
+        if self.kind in ("reread_l2", "regs"):
+            return max(1, 1024 // self.threads)
+        return 2 if self.kind == "reread" else 1
+
+    @property
     def label(self) -> str:
-        base = f"{self.kind}_p{self.P}" if self.kind == "cluster" else self.kind
+        if self.kind == "cluster":
+            base = f"{self.kind}_p{self.P}"
+        elif self.kind == "regs":
+            base = f"regs_v{self.vregs}"
+        else:
+            base = self.kind
+        if self.threads != DEFAULT_THREADS.get(self.kind, 256):
+            base += f"_t{self.threads}"
         return base + ("_pf" if self.prefetch else "") + ("_control" if self.control else "")
+
+
+# reread_l2: at most this many 16-byte vectors (4 registers each) a thread loads across the inputs
+# of one pass before consuming any: four per input for one or two inputs, three for three inputs
+# (wvar_bwd, lars: four, 48 registers of buffers, spill 12-32 B at the 64-register bound).
+BATCH_VECTORS = 9
+
+
+def pass_batch(variant: Variant, inputs: int) -> int:
+    """Vectors per input each thread of ``variant`` loads before consuming any, in a pass reading
+    ``inputs`` inputs from global memory (0: no batching, the variant's plain loop)."""
+    if not variant.batch:
+        return 0
+    return max(1, min(variant.batch, BATCH_VECTORS // max(1, inputs)))
 
 
 def kernel_name(spec: ReductionSpec, variant: Variant) -> str:
@@ -98,6 +158,13 @@ def generate(spec: ReductionSpec, variant: Variant) -> str:
         raise InvalidArgumentError(f"workload spec '{spec.name}' has no kernel: it is {spec.kernel_support}")
     P, T = variant.P, variant.threads
     staged = spec.staged_inputs if variant.staged else []
+    held = list(spec.staged_inputs) if variant.kind == "regs" else []  # kept in registers
+    # The last pass that reads each input: the new variants stream an input on its last read
+    # (the original re-read kernel keeps its behaviour: streaming loads in the output pass only).
+    final_pass = {n: max(i for i, p in enumerate(spec.pass_inputs) if n in p)
+                  for n in spec.inputs if any(n in p for p in spec.pass_inputs)}
+    exact_last_use = variant.kind in ("reread_l2", "regs")
+    pass_counter = [0]
     staged_cols = list(spec.columns) if variant.staged else []
     rename = _rename(spec)
     lets = dict(spec.lets)
@@ -117,6 +184,9 @@ def generate(spec: ReductionSpec, variant: Variant) -> str:
     w("#include <smemkit/reduce_reuse.cuh>")
     w("using namespace smemkit;")
     w(f"#define P {P}\n#define THREADS {T}\n#define NWARPS (THREADS / 32)\n#define QMAX {max(q)}")
+    if held:
+        w(f"#define VREGS {variant.vregs}  // vectors per thread held in registers for each of "
+          f"{', '.join(held)}")
     params = [f"const float* __restrict__ p_{n}" for n in spec.inputs]
     params += [f"const float* __restrict__ p_{n}" for n in spec.columns]
     params += [f"const float* __restrict__ p_{n}" for n in spec.row_inputs]
@@ -124,7 +194,7 @@ def generate(spec: ReductionSpec, variant: Variant) -> str:
                for o in spec.outputs]
     params += [f"float* __restrict__ p_{n}" for n, _ in spec.row_outputs]
     params += [f"const float {n}" for n in spec.scalar_names] + ["const int M", "const int N"]
-    w(f'extern "C" __global__ void __launch_bounds__(THREADS, {2 if variant.kind == "reread" else 1}) '
+    w(f'extern "C" __global__ void __launch_bounds__(THREADS, {variant.min_blocks}) '
       f'{kernel_name(spec, variant)}(')
     w("    " + ",\n    ".join(params) + ") {")
     nq = sum(q)
@@ -209,6 +279,18 @@ def generate(spec: ReductionSpec, variant: Variant) -> str:
         w(f"  float4* const s_{n} = stage_buf + ({buf} * {ns} + {i}) * _cap;")
     for n in spec.row_inputs:  # (a control kernel has null pointers: it reads nothing)
         w(f"  const float {n} = " + ("0.0f;" if variant.control else f"p_{n}[_row];"))
+    if held and not variant.control:
+        w(f"  // hold the row of {', '.join(held)} in registers: read from global memory once, "
+          "streamed (evict first)")
+        for n in held:
+            w(f"  float4 r_{n}[VREGS];")
+        w("#pragma unroll")
+        w("  for (int _j = 0; _j < VREGS; ++_j) {")
+        w("    const int _i = threadIdx.x + _j * THREADS;")
+        for n in held:
+            w(f"    r_{n}[_j] = _i < _s.nvec ? load_vector<true>(p_{n}, _s.v0 + _i, _s, 0ull) "
+              ": make_float4(0.0f, 0.0f, 0.0f, 0.0f);")
+        w("  }")
     if stages_rows:
         w("  __syncthreads();  // every thread is done with the previous row's staged data")
         if variant.prefetch:
@@ -242,6 +324,8 @@ def generate(spec: ReductionSpec, variant: Variant) -> str:
         Vectors the slice owns entirely take an unmasked path (with 16-byte column loads when
         the row start is 16-byte aligned); partial vectors take a masked one.
         """
+        this_pass = pass_counter[0]
+        pass_counter[0] += 1
         if variant.control:  # the control kernel keeps launch, barriers and exchanges only
             return
         used = spec.inputs_used(texts)
@@ -252,19 +336,61 @@ def generate(spec: ReductionSpec, variant: Variant) -> str:
         cols = [n for n in spec.columns
                 if any(n in expr.names(t) for t in texts) or any(n in expr.names(lets[x])
                                                                    for x in let_names)]
-        w("#pragma unroll 2")
-        w("  for (int _i = threadIdx.x; _i < _s.nvec; _i += THREADS) {")
+        batch = pass_batch(variant, len(used))
+        fast = "_full && (_s.row_start & 3) == 0" if cols else "_full"
+        if held:  # the per-thread vectors, fully unrolled so the held arrays stay in registers
+            w("#pragma unroll")
+            w("  for (int _j = 0; _j < VREGS; ++_j) {")
+            w("    const int _i = threadIdx.x + _j * THREADS;")
+            w("    if (_i >= _s.nvec) break;")
+        elif batch:
+            # every load of the batch is issued before any is used: ``batch`` vectors per input
+            # into registers (compile-time indices only), then the per-vector body over them.
+            # Column parameters (read by every row, L2 hits) are still loaded in the body: buffering
+            # them too spills layernorm_bwd at 64 registers.
+            w("#pragma unroll 1")
+            w(f"  for (int _i0 = threadIdx.x; _i0 < _s.nvec; _i0 += {batch} * THREADS) {{")
+            w(f"    // issue {batch} loads per input before using any")
+            for n in used:
+                w(f"    float4 _b_{n}[{batch}];")
+            w(f"    if (owns_vectors(_s.v0 + _i0, {batch}, THREADS, _s)) {{  // all owned whole: plain loads")
+            w("#pragma unroll")
+            w(f"      for (int _j = 0; _j < {batch}; ++_j) {{")
+            w("        const long long _v = _s.v0 + _i0 + _j * THREADS;")
+            for n in used:
+                final = "true" if final_pass[n] == this_pass else "false"
+                w(f"        _b_{n}[_j] = load_full_vector<{final}>(p_{n}, _v, _l2_keep);")
+            w("      }")
+            w("    } else {  // a slice end: partial vectors masked, vectors past the slice zero")
+            w("#pragma unroll")
+            w(f"      for (int _j = 0; _j < {batch}; ++_j) {{")
+            w("        const int _i = _i0 + _j * THREADS;")
+            w("        const long long _v = _s.v0 + _i;")
+            w("        const bool _in = _i < _s.nvec;")
+            w("        const float4 _zero = make_float4(0.0f, 0.0f, 0.0f, 0.0f);")
+            for n in used:
+                final = "true" if final_pass[n] == this_pass else "false"
+                w(f"        _b_{n}[_j] = _in ? load_vector<{final}>(p_{n}, _v, _s, _l2_keep) : _zero;")
+            w("      }")
+            w("    }")
+            inner_start = len(out)  # the per-vector loop, indented one level more at the end
+            w("#pragma unroll")
+            w(f"  for (int _j = 0; _j < {batch}; ++_j) {{  // consume the batch")
+            w("    const int _i = _i0 + _j * THREADS;")
+            w("    if (_i >= _s.nvec) break;")
+        else:
+            w(f"#pragma unroll {variant.unroll}")
+            w("  for (int _i = threadIdx.x; _i < _s.nvec; _i += THREADS) {")
         w("    const long long _v = _s.v0 + _i;")
         for n in used:
-            last_use = "true" if last_pass else "false"
-            src = (f"s_{n}[_i]" if n in staged
-                   else f"load_vector<{last_use}>(p_{n}, _v, _s, _l2_keep)")
+            final = final_pass[n] == this_pass if exact_last_use else last_pass
+            src = (f"s_{n}[_i]" if n in staged else f"r_{n}[_j]" if n in held else f"_b_{n}[_j]" if batch
+                   else f"load_vector<{'true' if final else 'false'}>(p_{n}, _v, _s, _l2_keep)")
             w(f"    const float4 {n}4 = {src};")
             w(f"    const float {n}_a[4] = {{{n}4.x, {n}4.y, {n}4.z, {n}4.w}};")
         w("    const bool _full = owns_vector(_v, _s);")
         for line in header or []:
             w("    " + line)
-        fast = "_full && (_s.row_start & 3) == 0" if cols else "_full"
         for masked in (False, True):
             w(f"    {'} else {' if masked else 'if (' + fast + ') {'}")
             if not masked and cols:
@@ -294,6 +420,9 @@ def generate(spec: ReductionSpec, variant: Variant) -> str:
         for line in footer or []:
             w("    " + line)
         w("  }")
+        if batch:
+            out[inner_start:] = [line if line.startswith("#") else "  " + line for line in out[inner_start:]]
+            w("  }")
 
     for li, stage in enumerate(spec.stages):
         off = slot_offsets[li]
@@ -355,8 +484,8 @@ def generate(spec: ReductionSpec, variant: Variant) -> str:
         row_names.update(st.name for st in stage.stats)
         row_names.update(name for name, _ in stage.derive)
 
-    w("  // ---- outputs: every element reused from " + ("shared memory" if staged else "global memory")
-      + " ----")
+    reuse = "shared memory" if staged else "registers" if held else "global memory"
+    w(f"  // ---- outputs: every element reused from {reuse} ----")
     out_code = [expr.to_cuda(hoist(o.expr), rename) for o in spec.outputs]
 
     def output_body(masked: bool) -> list[str]:

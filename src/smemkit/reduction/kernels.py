@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import math
+import os
 from collections.abc import Mapping
 from dataclasses import dataclass
 from functools import cache
@@ -10,11 +12,13 @@ import torch
 
 from smemkit.errors import InvalidArgumentError, UnsupportedDeviceError
 from smemkit.reduction.codegen import (
+    REGS_VECTORS,
     Variant,
     dynamic_smem_bytes,
     generate,
     kernel_name,
     parameter_kinds,
+    pass_batch,
     static_smem_bytes,
 )
 from smemkit.reduction.spec import ReductionSpec
@@ -23,6 +27,11 @@ from smemkit.runtime.launch import Kernel, KernelModule
 from smemkit.runtime.tensors import check_tensor
 
 CLUSTER_SIZES = (2, 4, 8, 16)
+# reread_l2: the share of the L2 that the rows in flight may fill with the bytes they read again.
+# Half, because a row's footprint is counted whole although only part of it is live at once,
+# outputs and first-pass loads pass through the L2 too, and the H100/H200 L2 is two partitions.
+# Not yet measured; SMEMKIT_REREAD_L2_FRACTION overrides it for experiments.
+L2_BUDGET_FRACTION = 0.5
 
 
 @cache
@@ -42,11 +51,98 @@ def legality(spec: ReductionSpec, variant: Variant, N: int, smem_limit: int,
     """None when the variant can run at width N (paper Eq. 3), else the reason it cannot."""
     if variant.kind == "cluster" and max_cluster < variant.P:
         return f"cluster size {variant.P} exceeds this GPU's maximum {max_cluster}"
+    if variant.kind == "regs" and regs_vectors_needed(N, variant.threads) > variant.vregs:
+        return (f"a row of {N} columns needs {regs_vectors_needed(N, variant.threads)} vectors per "
+                f"thread and input at {variant.threads} threads; this regs kernel holds "
+                f"{variant.vregs} (at most {REGS_VECTORS[-1]})")
     need = smem_per_cta(spec, variant, N)
     if need > smem_limit:
         return (f"needs {need} B of shared memory per CTA (slice of {N} columns over P = "
                 f"{variant.P}), above the {smem_limit} B limit")
     return None
+
+
+def l2_budget_fraction() -> float:
+    """L2_BUDGET_FRACTION, or SMEMKIT_REREAD_L2_FRACTION when set (a number in (0, 16])."""
+    raw = os.environ.get("SMEMKIT_REREAD_L2_FRACTION")
+    if raw is None:
+        return L2_BUDGET_FRACTION
+    try:
+        value = float(raw)
+    except ValueError:
+        value = math.nan
+    if not 0 < value <= 16:
+        raise InvalidArgumentError(f"SMEMKIT_REREAD_L2_FRACTION={raw!r}: a number in (0, 16]")
+    return value
+
+
+def reread_l2_row_bytes(spec: ReductionSpec, N: int) -> int:
+    """L2 bytes one row in flight of the re-read kernel must keep between its first and last
+    read: every input read by two or more passes (b_keep x N)."""
+    return spec.bytes.keep * N
+
+
+def reread_l2_grid(spec: ReductionSpec, M: int, N: int, l2_bytes: int, resident: int,
+                   fraction: float | None = None) -> int:
+    """CTAs of the ``reread_l2`` kernel, i.e. rows in flight (one row per CTA at a time):
+    as many as the GPU holds (``resident``), but no more than fit ``fraction`` x L2 at
+    ``reread_l2_row_bytes`` each (the column parameters, read by every row, counted once);
+    at least 1 and at most M."""
+    fraction = l2_budget_fraction() if fraction is None else fraction
+    per_row = reread_l2_row_bytes(spec, N)
+    budget = fraction * l2_bytes - 4 * len(spec.columns) * N
+    rows = int(budget // per_row) if per_row else resident
+    return max(1, min(rows, resident, M))
+
+
+def loads_in_flight_per_sm(spec: ReductionSpec, variant: Variant, N: int, ctas: int,
+                           sm_count: int) -> float:
+    """Bytes of 16-byte loads an SM with work has outstanding at most, as the compiled code issues
+    them (checked in the SASS): CTAs per busy SM x the largest, over the passes, of
+    inputs x min(threads x vectors per input, vectors of the row) x 16 B, where a thread has
+    ``pass_batch`` vectors per input in flight in reread_l2 (4 for passes of one or two inputs,
+    3 for three), ``vregs`` per held input in regs (all loaded before stage 1), and one in the
+    other variants (their loop loads, branches and consumes one vector per input at a time,
+    whatever its unroll pragma)."""
+    nvec = -(-N // 4)
+
+    def per_cta(inputs: int, per_input: int) -> int:
+        return inputs * min(variant.threads * per_input, nvec) * 16
+
+    if variant.kind == "regs":
+        held = set(spec.staged_inputs)  # the rest are read by one pass, one vector at a time
+        passes = [per_cta(len(held), variant.vregs)] + [per_cta(len(set(p) - held), 1)
+                                                          for p in spec.pass_inputs]
+    else:
+        passes = [per_cta(len(p), pass_batch(variant, len(p)) or 1) for p in spec.pass_inputs]
+    return max(passes) * ctas / min(ctas, sm_count)
+
+
+def regs_vectors_needed(N: int, threads: int) -> int:
+    """16-byte vectors per thread and input a ``regs`` kernel must hold for rows of width N:
+    a row touches N / 4 vectors when N is a multiple of 4 (rows then start 16-byte aligned),
+    else up to (N + 6) // 4 (a partial vector at each end)."""
+    nvec = N // 4 if N % 4 == 0 else (N + 6) // 4
+    return -(-nvec // threads)
+
+
+def check_regs_width(N: int, threads: int) -> None:
+    """Raise InvalidArgumentError when a row of width N is too wide for any ``regs`` build at
+    ``threads`` threads (REGS_VECTORS[-1] vectors per thread and input)."""
+    if regs_vectors_needed(N, threads) > REGS_VECTORS[-1]:
+        most = 4 * REGS_VECTORS[-1] * threads
+        raise InvalidArgumentError(
+            f"N = {N} is above the regs variant's {most} columns at {threads} threads ({most - 3} "
+            f"when N is not a multiple of 4: a partial vector at each row end); use "
+            f"variant='reread_l2' or a cluster variant")
+
+
+def regs_variant(N: int, threads: int = 1024) -> Variant:
+    """The ``regs`` kernel for width N: the fewest held vectors that cover the row (the largest
+    build when none does; ``legality`` then says why it cannot run)."""
+    need = regs_vectors_needed(N, threads)
+    vregs = next((v for v in REGS_VECTORS if v >= need), REGS_VECTORS[-1])
+    return Variant("regs", threads=threads, vregs=vregs)
 
 
 @dataclass(frozen=True)
@@ -127,6 +223,8 @@ def launch_args(spec: ReductionSpec, variant: Variant, M: int, N: int, args: lis
     arguments already in kernel order."""
     device = require_gpu() if device is None else device
     info = require_kernel_support(device)
+    if variant.kind == "regs":
+        check_regs_width(N, variant.threads)  # the caller's width, not the device, is at fault
     reason = legality(spec, variant, N, info.smem_per_block_optin, NON_PORTABLE_CLUSTER_MAX)
     if reason:
         raise UnsupportedDeviceError(f"{spec.name} variant {variant.label} cannot run: {reason}")
@@ -140,6 +238,9 @@ def launch_args(spec: ReductionSpec, variant: Variant, M: int, N: int, args: lis
         # 3.86 vs 3.56 TB/s), since freshly launched CTAs overlap their loads with others' work;
         # the prefetch variants stage row r+1 during row r to win that overlap back.
         clusters = min(clusters, resident_clusters(kernel, variant, smem, device))
+    elif variant.kind == "reread_l2":
+        # Persistent, the rows in flight capped so their re-read bytes stay in L2.
+        clusters = reread_l2_grid(spec, M, N, info.l2_bytes, resident_clusters(kernel, variant, smem, device))
     kernel.launch(clusters * variant.P, variant.threads, *args, cluster=variant.P, smem=smem,
                   device=device)
 

@@ -9,7 +9,10 @@ from smemkit.runtime.compiler import compile_module
 
 VARIANTS = ([Variant("staged"), Variant("reread")] + [Variant("cluster", P) for P in CLUSTER_SIZES]
             + [Variant("staged", prefetch=True)]
-            + [Variant("cluster", P, prefetch=True) for P in CLUSTER_SIZES])
+            + [Variant("cluster", P, prefetch=True) for P in CLUSTER_SIZES]
+            # not yet measured: the L2-capped persistent re-read kernel and the register-resident row
+            + [Variant("reread_l2"), Variant("reread_l2", threads=512)]
+            + [Variant("regs", vregs=v) for v in (1, 2, 4)] + [Variant("regs", threads=512, vregs=4)])
 H200_SMEM = 232448
 
 
@@ -42,7 +45,8 @@ def test_legality_follows_eq3():
 
 
 @pytest.mark.parametrize("kind,P,threads", [("cluster", 1, 256), ("staged", 4, 256), ("cluster", 3, 256),
-                                           ("reread", 1, 48), ("reread", 1, 100), ("bogus", 1, 256)])
+                                           ("reread", 1, 48), ("reread", 1, 100), ("bogus", 1, 256),
+                                           ("reread_l2", 2, 1024), ("reread_l2", 1, 2048)])
 def test_variant_fields_are_validated(kind, P, threads):
     from smemkit.errors import InvalidArgumentError
 

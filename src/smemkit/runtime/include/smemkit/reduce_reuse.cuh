@@ -126,4 +126,17 @@ __device__ __forceinline__ bool owns_vector(long long v, const Slice& s) {
   return v >= s.full0 && v < s.full0 + s.nfull;
 }
 
+// Whether the n vectors v, v + stride, ..., v + (n - 1) * stride are all owned whole (the batched
+// loads of reread_l2 then need no per-vector test).
+__device__ __forceinline__ bool owns_vectors(long long v, int n, int stride, const Slice& s) {
+  return v >= s.full0 && v + static_cast<long long>(n - 1) * stride < s.full0 + s.nfull;
+}
+
+// One 16-byte load of a vector the slice owns whole: streamed on its last use, else kept in L2.
+template <bool LastUse>
+__device__ __forceinline__ float4 load_full_vector(const float* __restrict__ src, long long v, u64 policy) {
+  const float4* p = reinterpret_cast<const float4*>(src) + v;
+  return LastUse ? __ldcs(p) : ldg_keep(p, policy);
+}
+
 }  // namespace smemkit
