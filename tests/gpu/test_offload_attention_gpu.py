@@ -174,3 +174,8 @@ def test_cache_parts_views_and_free():
     empty = SplitKVCache.empty(3, 2, 64, torch.float16, 1.0)
     assert empty.b_hbm == 0 and empty.k_host.shape == (3, 2, 64, 128)
     empty.free()
+    all_hbm = SplitKVCache(k, v, 0.0)  # no host sequences: its pinned buffer is empty
+    all_hbm.free()
+    assert all_hbm.freed  # so a later call is refused instead of reading freed HBM tensors
+    with pytest.raises(InvalidArgumentError, match="freed"):
+        split_decode_attention(torch.zeros(5, 2, 128, dtype=torch.bfloat16, device="cuda"), all_hbm)

@@ -414,7 +414,8 @@ class SplitKVCache:
 
     @property
     def freed(self) -> bool:
-        return self._buffer.freed
+        # its own flag: a cache with no host sequences has an empty buffer that never reads freed
+        return getattr(self, "_freed", False) or self._buffer.freed
 
     def _host_ptrs(self) -> tuple[int, int]:
         if self.host_seqs == 0:
@@ -468,6 +469,7 @@ class SplitKVCache:
 
     def free(self) -> None:
         """Release the pinned part now (and drop the HBM part). Idempotent."""
+        self._freed = True
         self._buffer.free()
         shape = (0, *self.shape[1:])
         self.k_host = self.v_host = torch.empty(shape, dtype=self.dtype)

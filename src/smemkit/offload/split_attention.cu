@@ -196,7 +196,10 @@ __device__ __forceinline__ bool arrive_last(u32* counter, int n, int* s_last) {
   if (threadIdx.x == 0) {
     const u32 old = atomicAdd(counter, 1u);
     const int last = old == static_cast<u32>(n - 1);
-    if (last) atomicExch(counter, 0u);
+    if (last) {
+      __threadfence();  // acquire on the thread that observed the count, before telling the CTA
+      atomicExch(counter, 0u);
+    }
     *s_last = last;
   }
   __syncthreads();
