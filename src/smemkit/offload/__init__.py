@@ -3,8 +3,10 @@
 The planner (issue 5): the per-operation cost model, model descriptions, and the greedy / uniform /
 oracle offload-ratio planners (pure Python). The host-memory and kernel side: exact-size pinned
 allocations (``PinnedBuffer``), weights split by output rows between HBM and pinned host memory
-(``SplitWeight``), the split GEMV / skinny GEMM for decode (``split_linear``, ``OffloadedLinear``)
-and the congestion probe that picks how many CTAs read host memory with how many bytes in flight
+(``SplitWeight``), the split GEMV / skinny GEMM for decode (``split_linear``, ``OffloadedLinear``),
+the split decode attention over a KV cache split by sequences (``SplitKVCache``,
+``split_decode_attention``; not yet run on a GPU) and the congestion probe that picks how many
+CTAs read host memory with how many bytes in flight
 (``run_congestion_probe``, ``choose_window``). The GPU pieces import torch and the CUDA runtime
 lazily (``smemkit.offload.X`` imports them on first use), so the planner stays torch-free.
 """
@@ -33,10 +35,12 @@ from smemkit.offload.planner import (
 
 __all__ = [
     "BUILTIN_MODELS", "DEFAULT_TFLOPS", "CongestionPoint", "Hardware", "LaunchPlan", "ModelConfig",
-    "OffloadedLinear", "Op", "PinnedBuffer", "PinnedMemoryError", "Plan", "SplitScratch", "SplitWeight",
+    "OffloadedLinear", "Op", "PinnedBuffer", "PinnedMemoryError", "Plan", "SplitKVCache", "SplitScratch",
+    "SplitWeight", "split_decode_attention",
     "TurningPoints", "by_kind", "choose_window", "config_from_hf", "decode_ops", "default_host_config",
     "greedy_plan", "hardware_from_profile", "host_rows_for_ratio", "load_model", "op_time", "oracle_plan",
-    "plan_launch", "required_offload_bytes", "run_congestion_probe", "split_linear", "total_bytes",
+    "plan_attention", "plan_launch", "required_offload_bytes", "run_congestion_probe", "split_linear",
+    "total_bytes",
     "turning_points", "uniform_plan",
 ]
 
@@ -48,6 +52,7 @@ _LAZY = {
     "split_linear": "gemv",
     "PinnedBuffer": "pinned", "PinnedMemoryError": "pinned", "SplitWeight": "pinned",
     "host_rows_for_ratio": "pinned",
+    "SplitKVCache": "attention", "split_decode_attention": "attention", "plan_attention": "attention",
 }
 
 
