@@ -146,3 +146,16 @@ def test_split_gemv_takes_the_most_host_ctas_within_the_drop_limit():
     assert C.profile_field(choice, source="t", split_ctas=16)["split_gemv_host_ctas"] == 16
     over = [_pt(8, 16384, 51.3, 0.010), _pt(16, 16384, 50.9, 0.05)]  # 16 CTAs cost HBM 5 %
     assert C.split_host_ctas(over, C.choose_window(over)) == 8
+
+
+def test_h200_probe_runs_pick_the_same_window_despite_noise():
+    """Two H200 probe runs (2026-11-30): the drops are noise-level (one run measured negative
+    drops at 32 CTAs); both must pick 8 x 16 KB, and the split GEMV 16 x 16 KB."""
+    run2 = [_pt(8, 8192, 39.3, 0.012), _pt(8, 16384, 51.3, 0.010), _pt(16, 8192, 51.1, 0.017),
+            _pt(16, 16384, 50.9, 0.018), _pt(32, 4096, 51.3, 0.008), _pt(32, 8192, 50.9, 0.010)]
+    run3 = [_pt(8, 8192, 41.4, 0.011), _pt(8, 16384, 51.4, 0.008), _pt(16, 8192, 51.3, 0.006),
+            _pt(16, 16384, 51.1, 0.008), _pt(32, 4096, 51.3, -0.007), _pt(32, 8192, 51.1, -0.012)]
+    for pts in (run2, run3):
+        choice = C.choose_window(pts)
+        assert (choice["host_ctas"], choice["window_bytes"]) == (8, 16384)
+        assert C.split_host_ctas(pts, choice) == 16
