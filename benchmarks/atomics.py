@@ -320,7 +320,7 @@ HIST_REGIMES = (
                "from hist_add on uniform keys too (2.0 vs 3.5 wavefronts; at 256 bins 3.15 vs 3.54)"),
 )
 PAIR = ("hist_inc", "hist_add")
-FIXED = "hist_lane_pf"  # both fixes the tool pointed at: one wavefront per atomic, loads in flight
+FIXED = "hist_lane_fix"  # the model's fixes: one wavefront per atomic (S), fewer atomics (X), loads ahead
 BANK_FIX = "hist_lane"  # the first fix alone (what the unit's U asked for), to attribute the gain
 
 
@@ -381,7 +381,13 @@ def instruction_stats(keys: torch.Tensor, nbins: int) -> dict:
     wave = banks.max(dim=1).values
     lanes = torch.zeros_like(banks)
     lanes.scatter_add_(1, srt % 32, torch.ones_like(srt))
-    return {"instructions": int(bins.shape[0]), "distinct_mean": float(distinct.float().mean()),
+    # hist_lane_fix: a lane whose kpl keys share a bin adds their count once; a warp step then
+    # issues one add if any lane did and kpl increments if any lane did not
+    per_lane = (keys[:n].to(torch.int64) & (nbins - 1)).view(-1, 32, kpl)
+    lane_same = (per_lane == per_lane[:, :, :1]).all(dim=2)
+    fix = lane_same.any(dim=1).to(torch.int64) + (~lane_same.all(dim=1)).to(torch.int64) * kpl
+    return {"instructions": int(bins.shape[0]), "fix_instructions": int(fix.sum()),
+            "distinct_mean": float(distinct.float().mean()),
             "wavefronts_mean": float(wave.float().mean()),
             "lanes_per_bank_mean": float(lanes.max(dim=1).values.float().mean()),
             "aggregate_instructions": int(distinct.sum())}
@@ -399,6 +405,8 @@ def hist_cost(kernel: str, stats: dict, passes: int = 1) -> tuple[int, float, st
         return inst, stats["lanes_per_bank_mean"], ncu.INST_ALU
     if kernel == "hist_aggregate":
         return inst, stats["wavefronts_mean"], ncu.INST_ALU
+    if kernel == "hist_lane_fix":
+        return stats["fix_instructions"] * passes, 1.0, ncu.INST_ATOM
     if kernel in LANE_KERNELS:
         return inst, 1.0, ncu.INST_ATOM
     return inst, stats["wavefronts_mean"], ncu.INST_ATOM  # hist_inc, hist_private

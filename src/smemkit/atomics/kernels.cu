@@ -328,6 +328,27 @@ __device__ __forceinline__ void bump_vec(unsigned char* base, const uint4 k, u32
   }
 }
 
+// AGG (hist_lane_fix): when all keys of a thread's uint4 share one bin, one atomicAdd of their
+// count replaces the 4 or 16 increments. U = X * S and S is already at its floor (one wavefront
+// per instruction in the LANE layout), so the only lever left is X, the atomic instructions: on
+// one hot bin 16x fewer (8-bit keys); on mixed keys the check costs a few ALU instructions.
+template <int MODE, int KB, bool AGG>
+__device__ __forceinline__ void count_vec(unsigned char* base, const uint4 k, u32 mask, u32 lanebits,
+                                          u32 one) {
+  if (AGG) {
+    constexpr int SH = BinShift<MODE>::value;
+    const u32 binmask = mask >> SH;  // nbins - 1
+    // the bin bits of every key in each word (bytes for 8-bit keys), compared with the first key's
+    const u32 lanes = KB == 1 ? binmask * 0x01010101u : binmask;
+    const u32 rep = KB == 1 ? (k.x & 0xffu) * 0x01010101u : k.x;
+    if ((((k.x ^ rep) | (k.y ^ rep) | (k.z ^ rep) | (k.w ^ rep)) & lanes) == 0u) {
+      atomicAdd(reinterpret_cast<u32*>(base + (bin_offset<SH, 0>(k.x, mask) | lanebits)), 16u / KB);
+      return;
+    }
+  }
+  bump_vec<MODE, KB>(base, k, mask, lanebits, one);
+}
+
 template <int KB>
 __device__ __forceinline__ u32 load_key(const void* keys, long long i) {
   if (KB == 4) return static_cast<const u32*>(keys)[i];
@@ -337,7 +358,7 @@ __device__ __forceinline__ u32 load_key(const void* keys, long long i) {
 // keys: n keys of KB bytes (read as uint4 when aligned, which torch allocations are), counted
 // `passes` times into out (1 for a plain histogram; more make one launch long enough that its
 // fixed costs -- launch, zeroing, the flush to global -- do not hide the atomics).
-template <int MODE, int KB, bool PF>
+template <int MODE, int KB, bool PF, bool AGG>
 __device__ __forceinline__ void histogram(const void* __restrict__ keys, long long n, u32* out,
                                           int nbins, u32 one, int passes) {
   extern __shared__ __align__(16) u32 hist_smem[];
@@ -368,13 +389,13 @@ __device__ __forceinline__ void histogram(const void* __restrict__ keys, long lo
         uint4 cur = keys4[first];
         for (long long i = first + stride; i < nv; i += stride) {
           const uint4 next = keys4[i];  // in flight while `cur` is counted
-          bump_vec<MODE, KB>(base, cur, mask, lanebits, one);
+          count_vec<MODE, KB, AGG>(base, cur, mask, lanebits, one);
           cur = next;
         }
-        bump_vec<MODE, KB>(base, cur, mask, lanebits, one);
+        count_vec<MODE, KB, AGG>(base, cur, mask, lanebits, one);
       }
     } else {
-      for (long long i = first; i < nv; i += stride) bump_vec<MODE, KB>(base, keys4[i], mask, lanebits, one);
+      for (long long i = first; i < nv; i += stride) count_vec<MODE, KB, AGG>(base, keys4[i], mask, lanebits, one);
     }
     for (long long i = kKeysPerVec * nv + first; i < n; i += stride)
       bump<MODE>(base, bin_offset<SH, 0>(load_key<KB>(keys, i), mask) | lanebits, one);
@@ -396,23 +417,25 @@ __device__ __forceinline__ void histogram(const void* __restrict__ keys, long lo
 
 }  // namespace histk
 
-#define HIST_KERNEL(NAME, MODE, KB, PF)                                                            \
+#define HIST_KERNEL(NAME, MODE, KB, PF, AGG)                                                       \
   extern "C" __global__ void __launch_bounds__(1024) NAME(const void* __restrict__ keys,           \
                                                           long long n, u32* out, int nbins,        \
                                                           u32 one, int passes) {                   \
-    histk::histogram<MODE, KB, PF>(keys, n, out, nbins, one, passes);                              \
+    histk::histogram<MODE, KB, PF, AGG>(keys, n, out, nbins, one, passes);                         \
   }
 
-HIST_KERNEL(hist_inc, histk::INC, 4, false)
-HIST_KERNEL(hist_add, histk::ADD, 4, false)
-HIST_KERNEL(hist_private, histk::PRIVATE, 4, false)
-HIST_KERNEL(hist_aggregate, histk::AGGREGATE, 4, false)
-HIST_KERNEL(hist_lane, histk::LANE, 4, false)
-HIST_KERNEL(hist_inc_u8, histk::INC, 1, false)
-HIST_KERNEL(hist_add_u8, histk::ADD, 1, false)
-HIST_KERNEL(hist_private_u8, histk::PRIVATE, 1, false)
-HIST_KERNEL(hist_aggregate_u8, histk::AGGREGATE, 1, false)
-HIST_KERNEL(hist_lane_u8, histk::LANE, 1, false)
-HIST_KERNEL(hist_lane_pf, histk::LANE, 4, true)
-HIST_KERNEL(hist_lane_pf_u8, histk::LANE, 1, true)
+HIST_KERNEL(hist_inc, histk::INC, 4, false, false)
+HIST_KERNEL(hist_add, histk::ADD, 4, false, false)
+HIST_KERNEL(hist_private, histk::PRIVATE, 4, false, false)
+HIST_KERNEL(hist_aggregate, histk::AGGREGATE, 4, false, false)
+HIST_KERNEL(hist_lane, histk::LANE, 4, false, false)
+HIST_KERNEL(hist_inc_u8, histk::INC, 1, false, false)
+HIST_KERNEL(hist_add_u8, histk::ADD, 1, false, false)
+HIST_KERNEL(hist_private_u8, histk::PRIVATE, 1, false, false)
+HIST_KERNEL(hist_aggregate_u8, histk::AGGREGATE, 1, false, false)
+HIST_KERNEL(hist_lane_u8, histk::LANE, 1, false, false)
+HIST_KERNEL(hist_lane_pf, histk::LANE, 4, true, false)
+HIST_KERNEL(hist_lane_pf_u8, histk::LANE, 1, true, false)
+HIST_KERNEL(hist_lane_fix, histk::LANE, 4, true, true)
+HIST_KERNEL(hist_lane_fix_u8, histk::LANE, 1, true, true)
 #endif

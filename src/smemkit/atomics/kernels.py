@@ -327,10 +327,12 @@ def summarize_sms(rows: list[SmThroughput], n_warps: int, max_spread: float = 0.
 ATOM_PARAMS = ("ptr", "ptr", "ptr", "ptr", "i32", "i32", "u32", "u32", "i32", "i32", "i32", "u32")
 HIST_PARAMS = ("ptr", "i64", "ptr", "i32", "u32", "i32")  # keys, n, out, nbins, one, passes
 # The case-study pair (one token apart), the two earlier candidates, and the model-guided variants:
-# hist_lane (bins spread so every atomic is one wavefront) and hist_lane_pf (the same, with the next
-# keys loaded while the current ones are counted).
-HIST_KERNELS = ("hist_inc", "hist_add", "hist_private", "hist_aggregate", "hist_lane", "hist_lane_pf")
-LANE_KERNELS = ("hist_lane", "hist_lane_pf")  # 32 lane-indexed copies of the bins per CTA
+# hist_lane (bins spread so every atomic is one wavefront), hist_lane_pf (the same, with the next
+# keys loaded while the current ones are counted) and hist_lane_fix (hist_lane_pf, plus one add of
+# the count when a thread's keys share a bin).
+HIST_KERNELS = ("hist_inc", "hist_add", "hist_private", "hist_aggregate", "hist_lane", "hist_lane_pf",
+                "hist_lane_fix")
+LANE_KERNELS = ("hist_lane", "hist_lane_pf", "hist_lane_fix")  # 32 lane-indexed copies of the bins
 HIST_KEY_BYTES = (4, 1)  # 32-bit keys (hist_*) and 8-bit keys (hist_*_u8)
 HIST_LANE_MAX_BINS = 1024  # LANE_KERNELS keep 32 copies: nbins * 128 B of shared memory per CTA
 

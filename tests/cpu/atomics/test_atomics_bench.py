@@ -5,6 +5,7 @@ import json
 from pathlib import Path
 
 import pytest
+import torch
 
 ROOT = Path(__file__).resolve().parents[3]
 
@@ -143,3 +144,16 @@ def test_mix_service_adds_classes(bench):
         t.add(ServiceCurve("cas.int32.noret", c.pattern, c.scope, c.wavefronts, c.n, c.cycles, c.sass))
     s = bench.mix_service(t, "mix.int32.noret", "distinct_banks", 2, "private")
     assert s(8) == pytest.approx(0.75 * 2.0 + 0.25 * 3.0)
+
+
+def test_fixed_lane_kernel_counts_one_add_per_step_on_one_bin(bench):
+    """hist_lane_fix's instruction count: one add per warp step when every lane's 16 uint8 keys
+    share a bin, 16 increments when none does, 17 when the warp is mixed."""
+    single = bench.make_keys("single", 32 * 16 * 4, "cpu", key_bytes=1, nbins=64)
+    s = bench.instruction_stats(single, 64)
+    assert s["fix_instructions"] == 4 and bench.hist_cost("hist_lane_fix", s, passes=2)[:2] == (8, 1.0)
+    mixed = single.clone()
+    mixed[1] = 8  # lane 0 of the first step now holds two bins
+    assert bench.instruction_stats(mixed, 64)["fix_instructions"] == 17 + 3
+    uniform = torch.arange(32 * 16, dtype=torch.uint8) % 64  # consecutive keys differ
+    assert bench.instruction_stats(uniform, 64)["fix_instructions"] == 16

@@ -187,3 +187,16 @@ def test_real_sass_of_the_prefetching_lane_histogram():
     for key_bytes, sites in ((4, 9), (1, 33)):
         v = verdicts[K.hist_entry("hist_lane_pf", key_bytes)]
         assert (v.kind, v.opcodes, v.sites) == ("native", ("ATOMS.POPC.INC.32",), sites)
+
+
+@needs_cuobjdump
+def test_real_sass_of_the_fixed_lane_histogram():
+    """hist_lane_fix adds a run's count with one ATOMS.ADD (two sites: loop and last uint4) and
+    otherwise increments as hist_lane_pf does."""
+    from smemkit.atomics import kernels as K
+
+    verdicts = sass.classify_cubin(K.compile_histograms("sm_90a").cubin)
+    for key_bytes, sites in ((4, 11), (1, 35)):
+        v = verdicts[K.hist_entry("hist_lane_fix", key_bytes)]
+        assert v.kind == "native" and set(v.opcodes) == {"ATOMS.POPC.INC.32", "ATOMS.ADD"}
+        assert v.sites == sites
