@@ -521,17 +521,10 @@ def default_scratch(device_index: int) -> gemv.SplitScratch:
 
 
 def _host_config(host_ctas: int | None, host_window: int | None, device_index: int) -> tuple[int, int]:
-    if host_ctas is None or host_window is None:
-        from smemkit.offload.congestion import default_host_config
+    from smemkit.offload.congestion import resolve_host_config
 
-        d_ctas, d_window = default_host_config(device_index)
-        host_ctas = d_ctas if host_ctas is None else host_ctas
-        warps = window_to_host_warps(d_window) if host_window is None else host_warps_for_window(host_window)
-    else:
-        warps = host_warps_for_window(host_window)
-    if isinstance(host_ctas, bool) or not isinstance(host_ctas, int) or host_ctas < 1:
-        raise InvalidArgumentError(f"host_ctas must be a positive integer, got {host_ctas!r}")
-    return host_ctas, warps
+    return resolve_host_config(host_ctas, host_window, device_index, from_default=window_to_host_warps,
+                               from_user=host_warps_for_window)
 
 
 def _plan_for(cache: SplitKVCache, group: int, host_ctas: int, host_warps: int, chunks_g: int | None = None,

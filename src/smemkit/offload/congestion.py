@@ -169,6 +169,23 @@ def default_host_config(device_index: int = 0) -> tuple[int, int]:
     return ctas, window
 
 
+def resolve_host_config(host_ctas: int | None, host_window: int | None, device_index: int, *,
+                        from_default: Callable[[int], int],
+                        from_user: Callable[[int], int]) -> tuple[int, int]:
+    """(host CTAs, window in the kernel's units) for a split kernel: the caller's values, else the
+    device default; ``from_default`` maps the default window to the kernel's units (rounding to
+    what it supports), ``from_user`` a caller's window (raising on one it cannot honour)."""
+    if host_ctas is None or host_window is None:
+        d_ctas, d_window = default_host_config(device_index)
+        host_ctas = d_ctas if host_ctas is None else host_ctas
+        units = from_default(d_window) if host_window is None else from_user(host_window)
+    else:
+        units = from_user(host_window)
+    if isinstance(host_ctas, bool) or not isinstance(host_ctas, int) or host_ctas < 1:
+        raise InvalidArgumentError(f"host_ctas must be a positive integer, got {host_ctas!r}")
+    return host_ctas, units
+
+
 def default_host_config_source(device_index: int = 0) -> str:
     return _default_for(device_index)[2]
 

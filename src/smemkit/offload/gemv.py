@@ -559,18 +559,10 @@ def check_split_args(x: object, weight: object, bias: object = None,
 
 
 def _host_config(host_ctas: int | None, host_window: int | None, device_index: int) -> tuple[int, int]:
-    if host_ctas is None or host_window is None:
-        from smemkit.offload.congestion import default_host_config
+    from smemkit.offload.congestion import resolve_host_config
 
-        d_ctas, d_window = default_host_config(device_index)
-        host_ctas = d_ctas if host_ctas is None else host_ctas
-        host_steps = (window_to_host_steps(d_window) if host_window is None
-                      else host_steps_for_window(host_window))
-    else:
-        host_steps = host_steps_for_window(host_window)
-    if isinstance(host_ctas, bool) or not isinstance(host_ctas, int) or host_ctas < 1:
-        raise InvalidArgumentError(f"host_ctas must be a positive integer, got {host_ctas!r}")
-    return host_ctas, host_steps
+    return resolve_host_config(host_ctas, host_window, device_index, from_default=window_to_host_steps,
+                               from_user=host_steps_for_window)
 
 
 def split_linear(x: torch.Tensor, weight: SplitWeight, bias: torch.Tensor | None = None, *,
