@@ -24,7 +24,8 @@ def _check_module(module, kernels, spill_bytes: int = 0):
     for name in kernels:
         usage = module.resources[name]
         spilled = usage.spill_store_bytes + usage.spill_load_bytes
-        assert spilled <= spill_bytes and (spill_bytes or not usage.spills), f"{module.label}:{name} spills: {usage}"
+        assert spilled <= spill_bytes and (spill_bytes or not usage.spills), \
+            f"{module.label}:{name} spills: {usage}"
         assert usage.stack_bytes <= spill_bytes, f"{module.label}:{name} has a stack frame: {usage}"
 
 
