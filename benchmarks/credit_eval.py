@@ -98,7 +98,8 @@ def summarize(records: list[dict], verdicts: dict, baselines: dict | None) -> di
         table = baseline_table(baselines)
         summary["geomean_64k"] = geomean_64k(records, table)
         summary["dispatch_vs_best_min"] = dispatch_vs_best_min(records, table)
-        summary["baselines_from"] = "the --baselines reduction.json (its device block and commands say which run)"
+        summary["baselines_from"] = ("the --baselines reduction.json "
+                                     "(its device block and commands say which run)")
     return summary
 
 
