@@ -72,19 +72,18 @@ def group_tile(group: int) -> int:
 
 def host_warps_for_window(window_bytes: int) -> int:
     """Loading warps of a host CTA for a congestion window of ``window_bytes`` (8 KB units, 1..4)."""
-    if isinstance(window_bytes, bool) or not isinstance(window_bytes, int) or window_bytes <= 0:
-        raise InvalidArgumentError(f"host_window must be a positive number of bytes, got {window_bytes!r}")
-    if window_bytes % HOST_WINDOW_UNIT or window_bytes > HOST_WARPS_MAX * HOST_WINDOW_UNIT:
-        allowed = ", ".join(str(HOST_WINDOW_UNIT * s) for s in range(1, HOST_WARPS_MAX + 1))
-        raise InvalidArgumentError(
-            f"host_window = {window_bytes} bytes: the attention kernel's window is a whole number of "
-            f"{HOST_WINDOW_UNIT}-byte warp tiles (K + V of 16 tokens) per CTA; allowed: {allowed}")
-    return window_bytes // HOST_WINDOW_UNIT
+    from smemkit.offload.congestion import window_units
+
+    return window_units(window_bytes, HOST_WINDOW_UNIT, HOST_WARPS_MAX,
+                        f"the attention kernel's window is a whole number of {HOST_WINDOW_UNIT}-byte "
+                        f"warp tiles (K + V of 16 tokens) per CTA")
 
 
 def window_to_host_warps(window_bytes: float) -> int:
     """The nearest kernel window (1..HOST_WARPS_MAX warps) to a probe window of any size."""
-    return max(1, min(HOST_WARPS_MAX, round(window_bytes / HOST_WINDOW_UNIT)))
+    from smemkit.offload.congestion import nearest_window_units
+
+    return nearest_window_units(window_bytes, HOST_WINDOW_UNIT, HOST_WARPS_MAX)
 
 
 def host_seqs_for_ratio(batch: int, ratio: float) -> int:

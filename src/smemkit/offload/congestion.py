@@ -42,6 +42,22 @@ HBM_DROP_LIMIT = 0.03
 PROBE_PARAMS = ("ptr", "u64", "ptr", "u64", "i32", "i32", "u64", "ptr", "ptr")
 
 
+def window_units(window_bytes: int, unit: int, max_units: int, what: str) -> int:
+    """A caller's per-CTA window in a split kernel's units (``unit`` bytes, 1..max_units); ``what``
+    says what one unit is, for the error."""
+    if isinstance(window_bytes, bool) or not isinstance(window_bytes, int) or window_bytes <= 0:
+        raise InvalidArgumentError(f"host_window must be a positive number of bytes, got {window_bytes!r}")
+    if window_bytes % unit or window_bytes > max_units * unit:
+        allowed = ", ".join(str(unit * s) for s in range(1, max_units + 1))
+        raise InvalidArgumentError(f"host_window = {window_bytes} bytes: {what}; allowed: {allowed}")
+    return window_bytes // unit
+
+
+def nearest_window_units(window_bytes: float, unit: int, max_units: int) -> int:
+    """The kernel window (1..max_units units) nearest to a probe window of any size."""
+    return max(1, min(max_units, round(window_bytes / unit)))
+
+
 def lpt_for_window(window_bytes: int) -> int:
     """16-byte loads in flight per probe thread for a per-CTA window (4 KB units, 1..16)."""
     unit = PROBE_THREADS * 16

@@ -93,19 +93,18 @@ def batch_tiles(batch: int) -> int:
 
 def host_steps_for_window(window_bytes: int) -> int:
     """k-steps per host group for a congestion window of ``window_bytes`` per CTA (8 KB units)."""
-    if isinstance(window_bytes, bool) or not isinstance(window_bytes, int) or window_bytes <= 0:
-        raise InvalidArgumentError(f"host_window must be a positive number of bytes, got {window_bytes!r}")
-    if window_bytes % HOST_WINDOW_UNIT or window_bytes > HOST_STEPS_MAX * HOST_WINDOW_UNIT:
-        allowed = ", ".join(str(HOST_WINDOW_UNIT * s) for s in range(1, HOST_STEPS_MAX + 1))
-        raise InvalidArgumentError(
-            f"host_window = {window_bytes} bytes: the split kernel's window is a whole number of "
-            f"{HOST_WINDOW_UNIT}-byte k-steps per CTA of {THREADS} threads; allowed: {allowed}")
-    return window_bytes // HOST_WINDOW_UNIT
+    from smemkit.offload.congestion import window_units
+
+    return window_units(window_bytes, HOST_WINDOW_UNIT, HOST_STEPS_MAX,
+                        f"the split kernel's window is a whole number of {HOST_WINDOW_UNIT}-byte "
+                        f"k-steps per CTA of {THREADS} threads")
 
 
 def window_to_host_steps(window_bytes: float) -> int:
     """The nearest kernel window (1..HOST_STEPS_MAX k-steps) to a probe window of any size."""
-    return max(1, min(HOST_STEPS_MAX, round(window_bytes / HOST_WINDOW_UNIT)))
+    from smemkit.offload.congestion import nearest_window_units
+
+    return nearest_window_units(window_bytes, HOST_WINDOW_UNIT, HOST_STEPS_MAX)
 
 
 @dataclass(frozen=True)
