@@ -33,6 +33,7 @@ from __future__ import annotations
 import argparse
 import sys
 import time
+from functools import partial
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
@@ -136,6 +137,7 @@ def run(args: argparse.Namespace) -> int:
         group_tile,
         plan_attention,
         split_decode_attention,
+        uses_sdpa,
     )
     from smemkit.runtime.device import gpu_info, require_gpu
 
@@ -205,9 +207,9 @@ def run(args: argparse.Namespace) -> int:
             impl_uva: list[str] = []
             ideal = max(r_act * kv_bytes / b_h, (1 - r_act) * kv_bytes / b_g)
 
-            def m_smemkit(out=None, cache=cache, q=q):
+            def m_smemkit(out=None, cache=cache, q=q, force=False):
                 return split_decode_attention(q, cache, host_ctas=args.host_ctas,
-                                              host_window=args.host_window, out=out)
+                                              host_window=args.host_window, out=out, force_kernel=force)
 
             def m_hbm(out=None, q=q, k=k, v=v, impl=impl_hbm):
                 y = torch_attention(q, k, v, impl)
@@ -259,6 +261,10 @@ def run(args: argparse.Namespace) -> int:
                     if method == "uva":
                         rec["impl"] = f"{uva_impl}: {impl_uva[0] if impl_uva else None}"
                     if method == "smemkit":
+                        rec["path"] = "sdpa" if uses_sdpa(cache, None) else "split_kernel"
+                        if uses_sdpa(cache, None):  # what the split kernel itself takes at r = 0
+                            forced, _ = timed(partial(m_smemkit, force=True), args.reps, args.warmup)
+                            rec["split_kernel_ms"] = forced["ms"]
                         hc_, hw_ = _host_config(args.host_ctas, args.host_window, dev_index)
                         rec["plan"] = plan_attention(batch, h_kv, group, ctx, b_hbm,
                                                      slots=_slots(dtype, group_tile(group), dev_index),

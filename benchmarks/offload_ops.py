@@ -48,6 +48,7 @@ import math
 import os
 import sys
 import time
+from functools import partial
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -253,6 +254,7 @@ def run(args: argparse.Namespace) -> int:
         HOST_WINDOW_UNIT,
         launch_plan_for,
         split_linear,
+        uses_cublas,
         window_to_host_steps,
     )
     from smemkit.offload.pinned import SplitWeight
@@ -360,8 +362,8 @@ def run(args: argparse.Namespace) -> int:
                 ideal_split = max(r_act * wbytes / b_h, (1 - r_act) * wbytes / b_g, flops / hw.flops_per_s)
                 ideal_hbm = max(wbytes / b_g, flops / hw.flops_per_s)
 
-                def m_smemkit(out=None, sw=sw, x=x, hc=host_ctas, hw_=host_window):
-                    return split_linear(x, sw, host_ctas=hc, host_window=hw_, out=out)
+                def m_smemkit(out=None, sw=sw, x=x, hc=host_ctas, hw_=host_window, force=False):
+                    return split_linear(x, sw, host_ctas=hc, host_window=hw_, out=out, force_kernel=force)
 
                 def m_cublas(out=None, x=x, w=w):
                     y = F.linear(x, w)
@@ -407,6 +409,10 @@ def run(args: argparse.Namespace) -> int:
                             rec["impl"] = uva_impl
                         if method == "smemkit":
                             rec["host_ctas"], rec["host_window_bytes"] = host_ctas, host_window
+                            rec["path"] = "cublas" if uses_cublas(sw) else "split_kernel"
+                            if uses_cublas(sw):  # what the split kernel itself takes at r = 0
+                                forced, _ = timed(partial(m_smemkit, force=True), args.reps, args.warmup)
+                                rec["split_kernel_ms"] = forced["ms"]
                             rec["plan"] = launch_plan_for(batch, sw, host_ctas=host_ctas,
                                                           host_window=host_window).as_dict()
                     except Exception as exc:  # keep going: one failing method must not lose the run

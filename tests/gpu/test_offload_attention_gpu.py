@@ -60,7 +60,24 @@ def test_split_attention_matches_float64(dtype, batch, h_kv, group, seq_len, rat
         assert torch.isfinite(got).all(), f"an output element was not written (still NaN): {cache}"
         assert rel_err(got, ref) < TOL[dtype], cache
         if pattern == "full":  # lengths=None means every sequence has L tokens
-            assert torch.equal(split_decode_attention(q, cache), got)
+            assert torch.equal(split_decode_attention(q, cache, force_kernel=True), got)
+
+
+@pytest.mark.parametrize("force_kernel", [False, True])
+@pytest.mark.parametrize(("batch", "h_kv", "group", "seq_len"),
+                         [(1, 1, 1, 1), (3, 2, 8, 77), (8, 8, 4, 4100)])
+def test_all_hbm_cache_without_lengths_runs_sdpa_unless_the_kernel_is_forced(force_kernel, batch, h_kv,
+                                                                             group, seq_len):
+    from smemkit.offload.attention import uses_sdpa
+
+    q, k, v = make(batch, h_kv, group, seq_len, torch.bfloat16)
+    with SplitKVCache(k, v, 0.0) as cache:
+        assert uses_sdpa(cache, None, force_kernel) is not force_kernel
+        assert not uses_sdpa(cache, lengths_for(batch, seq_len, "full"))
+        out = poisoned(q)
+        got = split_decode_attention(q, cache, out=out, scale=0.05, force_kernel=force_kernel)
+        assert got.data_ptr() == out.data_ptr() and torch.isfinite(got).all()
+        assert rel_err(got, reference_attention(q, k, v, scale=0.05)) < TOL[torch.bfloat16]
 
 
 def test_zero_length_gives_zero_and_scale_is_used():

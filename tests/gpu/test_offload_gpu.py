@@ -57,6 +57,20 @@ def test_split_linear_matches_float64(dtype, n, k, batch, ratio):
         assert rel_err(got, reference(x, w, b)) < TOL[dtype], sw
 
 
+@pytest.mark.parametrize("force_kernel", [False, True])
+@pytest.mark.parametrize("batch", [1, 8, 64, 70])
+def test_all_hbm_weight_runs_cublas_unless_the_kernel_is_forced(force_kernel, batch):
+    w, x, b = make(1000, 1032, batch, torch.bfloat16, bias=True)
+    with SplitWeight(w, 0.0) as sw:
+        assert gemv.uses_cublas(sw, force_kernel) is not force_kernel
+        out = poisoned(batch, 1000, torch.bfloat16)
+        got = split_linear(x, sw, b, out=out, force_kernel=force_kernel)
+        assert got.data_ptr() == out.data_ptr() and torch.isfinite(got).all()
+        assert rel_err(got, reference(x, w, b)) < TOL[torch.bfloat16]
+        if not force_kernel:  # exactly the cuBLAS product
+            assert torch.equal(got, F.linear(x, w, b))
+
+
 @pytest.mark.parametrize(("split_g", "split_h"), [(1, 1), (2, 3), (7, 5), (64, 16)])
 def test_forced_k_splits_reduce_correctly_and_leave_counters_zero(split_g, split_h):
     w, x, b = make(1000, 2056, 24, torch.bfloat16, bias=True)

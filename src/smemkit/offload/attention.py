@@ -539,11 +539,17 @@ def _ptr(t: torch.Tensor | None) -> int:
     return 0 if t is None or t.numel() == 0 else int(t.data_ptr())
 
 
+def uses_sdpa(cache: SplitKVCache, lengths: torch.Tensor | None, force_kernel: bool = False) -> bool:
+    """Whether ``split_decode_attention`` hands the call to torch SDPA: every sequence in HBM,
+    every slot attended to, the kernel not forced."""
+    return cache.b_hbm == cache.shape[0] and lengths is None and not force_kernel
+
+
 def split_decode_attention(q: torch.Tensor, cache: SplitKVCache, lengths: torch.Tensor | None = None, *,
                            scale: float | None = None, host_ctas: int | None = None,
                            host_window: int | None = None, out: torch.Tensor | None = None,
                            scratch: gemv.SplitScratch | None = None, chunks_g: int | None = None,
-                           chunks_h: int | None = None) -> torch.Tensor:
+                           chunks_h: int | None = None, force_kernel: bool = False) -> torch.Tensor:
     """Decode attention of one query token per sequence over a :class:`SplitKVCache`, in one kernel.
 
     ``q``: (B, H_q, 128) CUDA tensor in the cache's dtype, H_q a multiple of the cache's KV heads
@@ -556,6 +562,11 @@ def split_decode_attention(q: torch.Tensor, cache: SplitKVCache, lengths: torch.
 
     Allocates only the output (and, the first time, the workspace: call ``cache.prepare`` before a
     CUDA graph capture).
+
+    A cache with every sequence in HBM (ratio 0) and no ``lengths`` has nothing to split: it runs
+    as torch's ``scaled_dot_product_attention`` (GQA), faster there than the split kernel's HBM
+    path (offload_attention.json, r = 0). ``force_kernel=True`` or ``chunks_g``/``chunks_h`` run
+    the split kernel anyway.
     """
     b, h_q, group = check_attention_args(q, cache, lengths, scale, out)
     from smemkit.runtime.device import require_gpu
@@ -564,7 +575,11 @@ def split_decode_attention(q: torch.Tensor, cache: SplitKVCache, lengths: torch.
     if cache.freed:
         raise InvalidArgumentError("the SplitKVCache was freed")
     device_index = cache.device.index
-    hc, hw = _host_config(host_ctas, host_window, device_index)
+    hc, hw = _host_config(host_ctas, host_window, device_index)  # checked on every path
+    if uses_sdpa(cache, lengths, force_kernel or chunks_g is not None or chunks_h is not None):
+        o = torch.nn.functional.scaled_dot_product_attention(
+            q.unsqueeze(2), cache.k_hbm, cache.v_hbm, scale=scale, enable_gqa=True).squeeze(2)
+        return out.copy_(o) if out is not None else o
     plan = _plan_for(cache, group, hc, hw, chunks_g, chunks_h)
     ws, counters = (scratch or default_scratch(device_index)).reserve(plan.ws_floats, plan.n_counters)
     y = out if out is not None else torch.empty_like(q)

@@ -569,7 +569,7 @@ def split_linear(x: torch.Tensor, weight: SplitWeight, bias: torch.Tensor | None
                  out: torch.Tensor | None = None, scratch: SplitScratch | None = None,
                  split_g: int | None = None, split_h: int | None = None, host_load: int = 0,
                  host_stage: int = 1, hbm_depth: int | None = None,
-                 ctas_per_sm: int | None = None) -> torch.Tensor:
+                 ctas_per_sm: int | None = None, force_kernel: bool = False) -> torch.Tensor:
     """``x @ W.T (+ bias)`` with ``W`` split between HBM and pinned host memory, in one kernel.
 
     ``x``: (..., K) bf16/fp16 CUDA tensor (the weight's dtype), contiguous; ``bias``: (N,) or None.
@@ -582,6 +582,11 @@ def split_linear(x: torch.Tensor, weight: SplitWeight, bias: torch.Tensor | None
     shared memory, 0 fragments loaded directly, 2 staged with the next group prefetched) pick the
     host read variant of split_gemv.cu (the defaults 0 / 1 are run 6's measured host path; the
     others are experiments). Returns (..., N) in x's dtype.
+
+    A weight with no host rows (ratio 0) has nothing to split: it runs as the plain all-HBM
+    product in cuBLAS (``torch.addmm``/``torch.mm``), whose HBM stream the split kernel's does
+    not match (offload_ops.json, r = 0). ``force_kernel=True``, or any of the kernel experiments
+    above, runs the split kernel anyway.
     """
     m, n, k = check_split_args(x, weight, bias, out)
     from smemkit.runtime.device import require_gpu
@@ -598,11 +603,24 @@ def split_linear(x: torch.Tensor, weight: SplitWeight, bias: torch.Tensor | None
     scratch = scratch or default_scratch(device_index)
     x2 = x.reshape(m, k)
     y2 = y.view(m, n)
+    experiment = ((split_g, split_h, hbm_depth, ctas_per_sm) != (None,) * 4
+                  or (host_load, host_stage) != (0, 1))
+    if uses_cublas(weight, force_kernel or experiment):
+        if bias is None:
+            torch.mm(x2, weight.hbm.t(), out=y2)
+        else:
+            torch.addmm(bias, x2, weight.hbm.t(), out=y2)
+        return y
     for start in range(0, m, MAX_BATCH):
         stop = min(m, start + MAX_BATCH)
         _launch(x2[start:stop], y2[start:stop], weight, bias, hc, hs, scratch, split_g, split_h, host_load,
                 host_stage, hbm_depth, ctas_per_sm)
     return y
+
+
+def uses_cublas(weight: SplitWeight, force_kernel: bool = False) -> bool:
+    """Whether ``split_linear`` hands ``weight`` to cuBLAS: all rows in HBM, kernel not forced."""
+    return weight.host_rows == 0 and not force_kernel
 
 
 def _launch(x: torch.Tensor, y: torch.Tensor, w: SplitWeight, bias: torch.Tensor | None, host_ctas: int,
