@@ -2,9 +2,11 @@
 
     python benchmarks/credit_eval.py --out benchmarks/results/h200/credit_eval.json \
         [--baselines benchmarks/results/h200/reduction.json]
+    python benchmarks/credit_eval.py --rescore --out credit_eval.json --baselines reduction.json
+    python benchmarks/credit_eval.py --embed credit_eval.json   # -> the package's H200 table
 
 Per (workload, N) at the paper's shapes: the model's inputs are measured without timing any
-cluster workload kernel (T_B = the faster non-cluster CUDA variant, T_ctrl from work-free
+cluster workload kernel (T_B = the fastest non-cluster CUDA variant, T_ctrl from work-free
 control kernels, resident clusters from the driver), then the model (and the paper's ablation)
 predicts whether the cluster kernel beats the non-cluster one and with which P. Afterwards
 every legal cluster kernel is timed (CUDA-graph replays, L2 flushed, median of 20) to score the
@@ -68,7 +70,8 @@ def shape(name: str, N: int, profile) -> dict:
     dispatched_ms = cluster_ms[chosen] if chosen else measured.baseline_ms
     return {
         "workload": name, "M": M, "N": N, "baseline_ms": measured.baseline_ms,
-        "baseline_variant": t_b_variant, "control_excess_ms": dict(measured.control_excess_ms),
+        "baseline_variant": t_b_variant, "baseline_ctas_per_sm": measured.baseline_ctas_per_sm,
+        "control_excess_ms": dict(measured.control_excess_ms),
         "resident_clusters": dict(measured.resident_clusters or {}),
         "model": {"profitable": model.profitable, "P": chosen, "terms": terms_record(model)},
         "ablation": {"profitable": ablation.profitable,
@@ -103,14 +106,58 @@ def summarize(records: list[dict], verdicts: dict, baselines: dict | None) -> di
     return summary
 
 
+EMBEDDED = Path(__file__).resolve().parents[1] / "src/smemkit/reduction/data/h200_smemkit.json"
+TABLE_FIELDS = ("workload", "M", "N", "baseline_ms", "baseline_variant", "baseline_ctas_per_sm",
+                "control_excess_ms", "resident_clusters", "cluster_ms")
+
+
+def embed(result_path: Path, table_path: Path = EMBEDDED) -> None:
+    """Write the model's inputs (and the cluster times, for tests) of a credit_eval.json as the
+    package's embedded H200 table (no GPU needed)."""
+    result = json.loads(result_path.read_text())
+    device = result["device"]
+    table = {"source": f"smemkit benchmarks/credit_eval.py on the {device.get('gpu', 'GPU')} "
+                       f"({result_path.name}), driver {device.get('driver', '?')}",
+             "records": [{k: r.get(k) for k in TABLE_FIELDS} for r in result["records"]]}
+    table_path.write_text(json.dumps(table, indent=1) + "\n")
+    print(f"wrote {table_path} ({len(table['records'])} points)")
+
+
+def rescore(out: Path, baselines: Path) -> None:
+    """Recompute the baseline-dependent summary (Table IV, dispatch ratio) of an existing
+    credit_eval.json against a (more complete) reduction.json, without a GPU."""
+    result = json.loads(out.read_text())
+    table = baseline_table(json.loads(baselines.read_text()))
+    summary = result["summary"]
+    summary["geomean_64k"] = geomean_64k(result["records"], table)
+    summary["dispatch_vs_best_min"] = dispatch_vs_best_min(result["records"], table)
+    summary["baselines_from"] = "the --baselines reduction.json (its device block and commands say which run)"
+    result.setdefault("rescored_with", []).append(str(baselines))
+    out.write_text(json.dumps(result, indent=1) + "\n")
+    print(json.dumps(summary, indent=1))
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--out", type=Path, required=True)
+    parser.add_argument("--out", type=Path)
     parser.add_argument("--baselines", type=Path)
+    parser.add_argument("--rescore", action="store_true",
+                        help="only recompute Table IV and the dispatch ratio of --out from --baselines")
+    parser.add_argument("--embed", type=Path, help="write this credit_eval.json as the package's H200 table")
     parser.add_argument("--workloads", nargs="+", default=sorted(BUILTIN))
     parser.add_argument("--widths", nargs="+", type=int, default=list(WIDTHS))
     parser.add_argument("--profile", default=None)
     args = parser.parse_args()
+    if args.embed:
+        embed(args.embed)
+        return 0
+    if args.out is None:
+        parser.error("--out is required")
+    if args.rescore:
+        if args.baselines is None:
+            parser.error("--rescore needs --baselines")
+        rescore(args.out, args.baselines)
+        return 0
     profile, why = select_profile(args.profile)
     records: list[dict] = []
     verdicts: dict = {"model": {}, "ablation": {}}

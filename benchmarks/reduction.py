@@ -6,7 +6,7 @@ Times are CUDA-graph replays with the L2 flushed before each (GPU time from HBM)
 ``ms_with_launch`` is the same call launched from Python each time (host overhead included).
 Per (workload, M, N): torch eager, torch.compile (default and max-autotune-no-cudagraphs),
 the hand-written autotuned Triton kernel, and every legal smemkit variant (staged, reread,
-cluster P = 2/4/8/16, the prefetch variants, and the not yet measured reread_l2 / reread_l2_t512
+cluster P = 2/4/8/16, the prefetch variants, and reread_l2 / reread_l2_t512
 — persistent re-read capped by the L2 — and regs / regs_t512 — the row held in registers,
 N <= 16K at 1024 threads, 8K at 512; ``SMEMKIT_REREAD_L2_FRACTION`` sets reread_l2's share of
 the L2). CUDA events after warm-up, median of --reps (>= 20); compilation and
@@ -40,7 +40,6 @@ DEFAULT_ROWS = 4096
 OURS = [("staged", None), ("reread", None), ("cluster", 2), ("cluster", 4), ("cluster", 8),
         ("cluster", 16), ("staged_pf", None), ("cluster_pf", 2), ("cluster_pf", 4), ("cluster_pf", 8),
         ("cluster_pf", 16),
-        # not yet measured (docs/reduction.md, "L2-aware re-read and register-resident rows"):
         ("reread_l2", None), ("reread_l2_t512", None), ("regs", None), ("regs_t512", None)]
 
 

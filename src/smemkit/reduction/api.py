@@ -1,39 +1,50 @@
-"""Public reduction-reuse ops on torch tensors, and the rule that picks a variant.
+"""Public reduction-reuse ops on torch tensors, and how a variant is picked.
 
-:func:`choose_variant` is a simple rule from the H200 measurements (docs/reduction.md): stage
-the row in one CTA when its slice is small enough for three CTAs per SM, else split it over the
-smallest cluster whose slices are, else the largest legal cluster, else the one-CTA staged
-kernel, else re-read global memory. ``explain()`` gives the cost model's view;
-``variant=``/``cluster_size=`` override the rule (``variant="reread_l2"`` and ``"regs"`` reach
-the two variants not yet measured, which the rule never picks).
+By default an op runs what the cost model (:mod:`.cost_model`, CREDIT Eq. 3-9) predicts fastest
+from the embedded measurement table of this GPU's profile (:mod:`.tables`): the best cluster
+size when ΔT > 0, else the non-cluster kernel the table timed fastest at that shape. Shapes the
+table does not cover (another width, rows outside a factor of two of the table's, a user spec,
+a GPU without a table) fall back to :func:`choose_variant`, a simple rule from the H200
+measurements (docs/reduction.md). ``explain()`` shows the model's terms;
+``variant=``/``cluster_size=`` override everything; ``autotune=True`` measures instead.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
+from functools import cache
 
 import torch
 
 from smemkit.errors import InvalidArgumentError
 from smemkit.reduction import autotune as tuning
 from smemkit.reduction.codegen import VARIANTS, Variant
-from smemkit.reduction.kernels import CLUSTER_SIZES, launch, legality, prepare
+from smemkit.reduction.kernels import CLUSTER_SIZES, launch, legality, prepare, regs_variant
 from smemkit.reduction.spec import ReductionSpec
 from smemkit.reduction.workloads import BUILTIN
 from smemkit.runtime.device import NON_PORTABLE_CLUSTER_MAX
 
-# Variants for measurement only (not yet measured on a GPU): selectable with variant=..., never
-# chosen by choose_variant, legal_variants or autotuning (docs/reduction.md, "L2-aware re-read").
-EXPERIMENTAL = ("reread_l2", "regs")
 # Slices at or below this many bytes of shared memory per CTA leave room for three CTAs per SM.
 PREFERRED_SLICE_BYTES = 72 * 1024
+# The regs variant the non-cluster set includes: 512 threads (the 1024-thread build never won).
+REGS_THREADS = 512
+# Kinds selectable by name with another thread count ("reread_l2_t512", "regs_t512").
+THREADED = ("reread_l2", "regs")
+
+
+def non_cluster_variants(spec: ReductionSpec, N: int, smem_limit: int) -> list[Variant]:
+    """The non-cluster kernels legal at width N: staged, reread, reread_l2 at 1024 and 512
+    threads, and regs at 512 threads when the row fits its registers."""
+    candidates = [Variant("staged"), Variant("reread"), Variant("reread_l2"),
+                  Variant("reread_l2", threads=512), regs_variant(N, REGS_THREADS)]
+    return [v for v in candidates if legality(spec, v, N, smem_limit, 1) is None]
 
 
 def legal_variants(spec: ReductionSpec, N: int, smem_limit: int, max_cluster: int,
                    prefetch: bool = False) -> list[Variant]:
     """Every variant that can run at width N on a GPU with these limits (with ``prefetch``, also
     the double-buffered staged_pf / cluster_pf ones, which need twice the slice)."""
-    candidates = [Variant("staged"), Variant("reread")]
+    candidates = non_cluster_variants(spec, N, smem_limit)
     candidates += [Variant("cluster", P) for P in CLUSTER_SIZES]
     if prefetch:
         candidates += [Variant("staged", prefetch=True)]
@@ -42,7 +53,9 @@ def legal_variants(spec: ReductionSpec, N: int, smem_limit: int, max_cluster: in
 
 
 def choose_variant(spec: ReductionSpec, N: int, smem_limit: int, max_cluster: int) -> Variant:
-    """The default variant for width N (see the module docstring)."""
+    """The rule for shapes without a model table entry: stage the row in one CTA when its slice
+    leaves room for three CTAs per SM, else split it over the smallest cluster whose slices do,
+    else the largest legal cluster, else the one-CTA staged kernel, else re-read global memory."""
     from smemkit.reduction.kernels import smem_per_cta
 
     legal = legal_variants(spec, N, smem_limit, max_cluster)
@@ -58,6 +71,48 @@ def choose_variant(spec: ReductionSpec, N: int, smem_limit: int, max_cluster: in
     return next((v for v in legal if v.kind == "staged"), Variant("reread"))
 
 
+@cache
+def model_variant(spec: ReductionSpec, M: int, N: int, profile_name: str) -> Variant | None:
+    """The cost model's pick at (M, N) from the profile's embedded table: the point of this
+    built-in workload at width N whose rows are within a factor of two of M; None without one."""
+    from smemkit.hw.profile import builtin_profiles
+    from smemkit.reduction.cost_model import evaluate
+    from smemkit.reduction.tables import table_for
+
+    if spec is not BUILTIN.get(spec.name):  # a user spec never borrows a built-in's table
+        return None
+    points = [p for p in table_for(profile_name) if (p.workload, p.shape.N) == (spec.name, N)
+              and p.shape.M / 2 <= M <= p.shape.M * 2]
+    if not points:
+        return None
+    point = min(points, key=lambda p: abs(p.shape.M - M))
+    verdict = evaluate(point.shape, builtin_profiles()[profile_name], point.measured)
+    if verdict.profitable:
+        return Variant("cluster", verdict.best.P)
+    return variant_from_label(point.measured.baseline_variant, N)
+
+
+def variant_from_label(label: str, N: int) -> Variant:
+    """The non-cluster Variant a table names by label ("staged", "reread_l2_t512", "regs_v2_t512")."""
+    kind, _, threads = label.partition("_t")
+    if kind.startswith("regs"):
+        return regs_variant(N, int(threads or 1024))
+    return Variant(kind, threads=int(threads or 0))
+
+
+def default_variant(spec: ReductionSpec, M: int, N: int, info) -> Variant:
+    """What an op runs without overrides: the model's pick where the table covers the shape
+    (and it is legal here), else the rule."""
+    from smemkit.hw.profile import select_profile
+
+    profile = select_profile(None)[0]
+    picked = model_variant(spec, M, N, profile.name)
+    if picked is not None and legality(spec, picked, N, info.smem_per_block_optin,
+                                       NON_PORTABLE_CLUSTER_MAX) is None:
+        return picked
+    return choose_variant(spec, N, info.smem_per_block_optin, NON_PORTABLE_CLUSTER_MAX)
+
+
 def kernel_pays_off(spec: ReductionSpec, M: int, N: int, device: torch.device) -> bool:
     """Whether a generated kernel is the right tool for (M, N) on ``device``: an sm_90+ GPU, and
     not the one-CTA-per-row re-read kernel on fewer rows than SMs (a huge single row would then
@@ -67,28 +122,28 @@ def kernel_pays_off(spec: ReductionSpec, M: int, N: int, device: torch.device) -
     info = gpu_info(device.index if device.index is not None else torch.cuda.current_device())
     if not info.supports_clusters:
         return False
-    chosen = choose_variant(spec, N, info.smem_per_block_optin, NON_PORTABLE_CLUSTER_MAX)
+    chosen = default_variant(spec, M, N, info)
     return chosen.kind != "reread" or M >= info.sm_count
 
 
-def resolve_variant(spec: ReductionSpec, N: int, device: torch.device, variant: str | None,
+def resolve_variant(spec: ReductionSpec, M: int, N: int, device: torch.device, variant: str | None,
                     cluster_size: int | None) -> Variant:
     from smemkit.reduction.kernels import require_kernel_support
 
     info = require_kernel_support(device.index if device.index is not None else torch.cuda.current_device())
     if variant is None and cluster_size is None:
-        return choose_variant(spec, N, info.smem_per_block_optin, NON_PORTABLE_CLUSTER_MAX)
+        return default_variant(spec, M, N, info)
     kind = variant or "cluster"
     prefetch = kind.endswith("_pf")  # "staged_pf" / "cluster_pf": persistent, two row buffers
     kind = kind.removesuffix("_pf")
     threads = 0  # the kind's default
     base, _, suffix = kind.rpartition("_t")  # "reread_l2_t512", "regs_t512": other thread counts
-    if base in EXPERIMENTAL and suffix in ("256", "512", "1024"):
+    if base in THREADED and suffix in ("256", "512", "1024"):
         kind, threads = base, int(suffix)
     if kind not in VARIANTS or (prefetch and kind not in ("staged", "cluster")):
         allowed = [*VARIANTS, "staged_pf", "cluster_pf", "reread_l2_t512", "regs_t512"]
         raise InvalidArgumentError(f"variant {variant!r}; allowed: {', '.join(allowed)}")
-    if kind in EXPERIMENTAL and cluster_size not in (None, 1):
+    if kind in THREADED and cluster_size not in (None, 1):
         raise InvalidArgumentError(f"cluster_size={cluster_size} only applies to variant='cluster'")
     if kind == "regs":
         from smemkit.reduction.kernels import check_regs_width, regs_variant
@@ -121,7 +176,7 @@ def run(spec: ReductionSpec, tensors: Mapping[str, torch.Tensor], scalars: Mappi
     if variant is None and cluster_size is None and prepared.M and tuning.enabled(autotune):
         chosen = _autotuned(spec, prepared, device)
     else:
-        chosen = resolve_variant(spec, prepared.N, device, variant, cluster_size)
+        chosen = resolve_variant(spec, prepared.M, prepared.N, device, variant, cluster_size)
     launch(spec, chosen, prepared)
     return prepared.outputs
 

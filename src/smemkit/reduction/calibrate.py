@@ -18,14 +18,14 @@ from smemkit.reduction.kernels import (
     CLUSTER_SIZES,
     Prepared,
     compiled_kernel,
+    ctas_per_sm_at_once,
     launch_args,
     prepare,
+    require_kernel_support,
     resident_clusters,
 )
 from smemkit.reduction.spec import ReductionSpec
 from smemkit.runtime.timing import time_gpu
-
-NON_CLUSTER = (Variant("staged"), Variant("reread"))
 
 
 def _control_args(spec: ReductionSpec, M: int, N: int) -> list[object]:
@@ -43,17 +43,21 @@ def control_ms(spec: ReductionSpec, variant: Variant, M: int, N: int, reps: int 
                     graph=True).median_ms
 
 
-def baseline_ms(spec: ReductionSpec, prepared: Prepared, reps: int = 20) -> tuple[float, str]:
-    """T_B: the faster legal non-cluster variant at this shape, timed from HBM (cold L2)."""
-    best: tuple[float, str] | None = None
-    for variant in NON_CLUSTER:
+def baseline_ms(spec: ReductionSpec, prepared: Prepared, reps: int = 20) -> tuple[float, Variant]:
+    """T_B: the fastest legal non-cluster variant at this shape (``api.non_cluster_variants``),
+    timed from HBM (cold L2)."""
+    from smemkit.reduction.api import non_cluster_variants
+
+    limit = require_kernel_support(torch.cuda.current_device()).smem_per_block_optin
+    best: tuple[float, Variant] | None = None
+    for variant in non_cluster_variants(spec, prepared.N, limit):
         try:
             ms = time_gpu(lambda v=variant: launch_args(spec, v, prepared.M, prepared.N, prepared.args),
                           warmup=3, reps=reps, graph=True, flush_l2=True).median_ms
         except UnsupportedDeviceError:
             continue
         if best is None or ms < best[0]:
-            best = (ms, variant.kind)
+            best = (ms, variant)
     if best is None:
         raise UnsupportedDeviceError(f"{spec.name}: no non-cluster variant can run at N = {prepared.N}")
     return best
@@ -61,10 +65,11 @@ def baseline_ms(spec: ReductionSpec, prepared: Prepared, reps: int = 20) -> tupl
 
 def measure(spec: ReductionSpec, tensors: Mapping[str, torch.Tensor], scalars: Mapping[str, float],
             sizes: Iterable[int] = CLUSTER_SIZES) -> tuple[Measured, str]:
-    """Everything the model needs at this shape; returns (Measured, the baseline variant's name)."""
+    """Everything the model needs at this shape; returns (Measured, the baseline variant's label)."""
     prepared = prepare(spec, tensors, scalars)
     M, N = prepared.M, prepared.N
-    t_b, which = baseline_ms(spec, prepared)
+    t_b, baseline = baseline_ms(spec, prepared)
+    per_sm = ctas_per_sm_at_once(spec, baseline, M, N, torch.cuda.current_device())
     one_cta = control_ms(spec, Variant("reread"), M, N)
     excess: dict[int, float] = {}
     resident: dict[int, int] = {}
@@ -76,4 +81,5 @@ def measure(spec: ReductionSpec, tensors: Mapping[str, torch.Tensor], scalars: M
             resident[P] = resident_clusters(kernel, variant, dynamic_smem_bytes(spec, variant, N))
         except UnsupportedDeviceError:
             continue
-    return Measured(t_b, excess, resident, baseline_variant=which), which
+    return (Measured(t_b, excess, resident, baseline_variant=baseline.label, baseline_ctas_per_sm=per_sm),
+            baseline.label)

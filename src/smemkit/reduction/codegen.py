@@ -8,12 +8,12 @@ One template, five variants (paper §III-B/C, plus two for measurement):
   all CTAs hold bitwise the same statistics and results are deterministic.
 - ``staged`` (P = 1): one CTA per row, the whole row staged in shared memory (when it fits).
 - ``reread``: one CTA per row, each pass re-reads global memory (no staging).
-- ``reread_l2`` (not yet measured): the re-read kernel on a persistent grid of 1024-thread CTAs
+- ``reread_l2``: the re-read kernel on a persistent grid of 1024-thread CTAs
   whose size the launcher caps so that the rows in flight times the bytes each re-reads stay
   within a budget of the L2 (``kernels.reread_l2_grid``); each thread issues ``batch`` (4)
   independent 16-byte loads per input before consuming any, so fewer CTAs still keep enough
   loads in flight.
-- ``regs`` (not yet measured): one 1024-thread CTA per row, the inputs read by two or more
+- ``regs``: one 1024-thread CTA per row, the inputs read by two or more
   passes held in registers (``vregs`` 16-byte vectors per thread and input, fully unrolled)
   from the first pass to the last: every element read from global memory once, no shared memory.
 

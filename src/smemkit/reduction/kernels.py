@@ -230,19 +230,36 @@ def launch_args(spec: ReductionSpec, variant: Variant, M: int, N: int, args: lis
         raise UnsupportedDeviceError(f"{spec.name} variant {variant.label} cannot run: {reason}")
     kernel = compiled_kernel(spec, variant)
     smem = dynamic_smem_bytes(spec, variant, N)
-    clusters = M
+    clusters = grid_clusters(spec, variant, M, N, device)
+    kernel.launch(clusters * variant.P, variant.threads, *args, cluster=variant.P, smem=smem,
+                  device=device)
+
+
+def grid_clusters(spec: ReductionSpec, variant: Variant, M: int, N: int, device: int) -> int:
+    """Clusters (CTAs when P = 1) a launch of the variant at (M, N) uses on ``device``."""
+    kernel = compiled_kernel(spec, variant)
+    smem = dynamic_smem_bytes(spec, variant, N)
     if variant.staged and (spec.columns or variant.prefetch):
         # Persistent: as many clusters as fit at once, each looping over rows, so a column
         # slice staged once serves every row (measured on the H200: layernorm_bwd 2.9 -> 3.4
         # TB/s at N = 64K). Without columns one cluster per row measured faster (softmax_bwd
         # 3.86 vs 3.56 TB/s), since freshly launched CTAs overlap their loads with others' work;
         # the prefetch variants stage row r+1 during row r to win that overlap back.
-        clusters = min(clusters, resident_clusters(kernel, variant, smem, device))
-    elif variant.kind == "reread_l2":
+        return min(M, resident_clusters(kernel, variant, smem, device))
+    if variant.kind == "reread_l2":
         # Persistent, the rows in flight capped so their re-read bytes stay in L2.
-        clusters = reread_l2_grid(spec, M, N, info.l2_bytes, resident_clusters(kernel, variant, smem, device))
-    kernel.launch(clusters * variant.P, variant.threads, *args, cluster=variant.P, smem=smem,
-                  device=device)
+        l2_bytes = require_kernel_support(device).l2_bytes
+        return reread_l2_grid(spec, M, N, l2_bytes, resident_clusters(kernel, variant, smem, device))
+    return M
+
+
+def ctas_per_sm_at_once(spec: ReductionSpec, variant: Variant, M: int, N: int, device: int) -> float:
+    """CTAs of a non-cluster variant resident per SM at once at (M, N): the driver's occupancy,
+    or fewer when the grid is smaller than what the GPU holds (the cost model's T_save)."""
+    kernel = compiled_kernel(spec, variant)
+    resident = resident_clusters(kernel, variant, dynamic_smem_bytes(spec, variant, N), device)
+    sm_count = require_kernel_support(device).sm_count
+    return min(resident, grid_clusters(spec, variant, M, N, device)) / sm_count
 
 
 _RESIDENT: dict[tuple, int] = {}

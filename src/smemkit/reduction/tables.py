@@ -63,7 +63,8 @@ def points_from(records: list[dict], source: str) -> tuple[TablePoint, ...]:
         spec = BUILTIN[r["workload"]]
         measured = Measured(r["baseline_ms"], _ints(r["control_excess_ms"]),
                             {int(k): v for k, v in r["resident_clusters"].items()},
-                            baseline_variant=r["baseline_variant"])
+                            baseline_variant=r["baseline_variant"],
+                            baseline_ctas_per_sm=r.get("baseline_ctas_per_sm"))
         points.append(TablePoint(r["workload"], shape_of(spec, r["M"], r["N"]), measured,
                                  _ints(r["cluster_ms"]), source))
     return tuple(points)

@@ -67,8 +67,19 @@ def test_verdict_and_crossover():
     assert crossover({32768: lose}) is None
 
 
-def test_a_staged_baseline_leaves_nothing_to_save():
-    measured = Measured(baseline_ms=1.0, control_excess_ms={8: 0.0}, resident_clusters={8: 40},
-                        baseline_variant="staged")
-    (t,) = evaluate(shape_of(LN, 2000, 65536), PROFILE, measured, sizes=(8,)).terms
-    assert t.t_save == 0.0 and t.delta < 0
+@pytest.mark.parametrize("variant", ["staged", "reread_l2", "reread_l2_t512", "regs_v2_t512"])
+def test_a_single_read_baseline_saves_only_its_stall_with_one_cta_per_sm(variant):
+    shape = shape_of(LN, 2000, 65536)
+    floor_ms = 2000 * 65536 * (24 - 12) / 4.0e12 * 1e3  # compulsory bytes at B_HBM: 0.393 ms
+    for per_sm, expected in ((None, 0.0), (2.0, 0.0), (1.5, 0.0), (1.0, 1.0 - floor_ms),
+                             (0.45, 1.0 - floor_ms)):
+        measured = Measured(baseline_ms=1.0, control_excess_ms={8: 0.0}, resident_clusters={8: 40},
+                            baseline_variant=variant, baseline_ctas_per_sm=per_sm)
+        (t,) = evaluate(shape, PROFILE, measured, sizes=(8,)).terms
+        assert t.t_save == pytest.approx(expected), per_sm
+        # the deposit sees the baseline streaming compulsory bytes only (no re-read)
+        assert t.t_deposit == 0.0
+    fast = Measured(baseline_ms=0.9 * floor_ms, control_excess_ms={8: 0.0}, resident_clusters={8: 40},
+                    baseline_variant=variant, baseline_ctas_per_sm=1.0)
+    (t,) = evaluate(shape, PROFILE, fast, sizes=(8,)).terms
+    assert t.t_save == 0.0 and t.delta < 0  # already at the floor: nothing to save

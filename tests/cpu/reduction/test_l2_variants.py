@@ -180,32 +180,42 @@ def fake_gpu(monkeypatch):
     monkeypatch.setattr(kernels, "require_kernel_support", lambda device: None)
 
 
-def test_selected_by_name_never_by_default(fake_gpu):
+def test_selected_by_name_and_in_the_legal_set(fake_gpu):
     import torch
 
     dev = torch.device("cuda", 0)
     sm = BUILTIN["softmax_bwd"]
-    assert api.resolve_variant(sm, 32768, dev, "reread_l2", None) == Variant("reread_l2")
-    assert api.resolve_variant(sm, 32768, dev, "reread_l2_t512", None) == Variant("reread_l2", threads=512)
-    assert api.resolve_variant(sm, 8192, dev, "regs", None) == Variant("regs", vregs=2)
-    assert api.resolve_variant(sm, 8192, dev, "regs_t512", None) == Variant("regs", threads=512, vregs=4)
-    assert api.resolve_variant(sm, 8192, dev, "reread", None) == Variant("reread")
+    assert api.resolve_variant(sm, 64, 32768, dev, "reread_l2", None) == Variant("reread_l2")
+    t512 = Variant("reread_l2", threads=512)
+    assert api.resolve_variant(sm, 64, 32768, dev, "reread_l2_t512", None) == t512
+    assert api.resolve_variant(sm, 64, 8192, dev, "regs", None) == Variant("regs", vregs=2)
+    assert api.resolve_variant(sm, 64, 8192, dev, "regs_t512", None) == Variant("regs", threads=512, vregs=4)
+    assert api.resolve_variant(sm, 64, 8192, dev, "reread", None) == Variant("reread")
     for bad in ("reread_l2_pf", "regs_pf", "reread_pf", "reread_l2_t384", "staged_t512"):
         with pytest.raises(InvalidArgumentError):
-            api.resolve_variant(sm, 8192, dev, bad, None)
+            api.resolve_variant(sm, 64, 8192, dev, bad, None)
     with pytest.raises(InvalidArgumentError, match="cluster_size"):
-        api.resolve_variant(sm, 8192, dev, "reread_l2", 4)
+        api.resolve_variant(sm, 64, 8192, dev, "reread_l2", 4)
     # a row too wide for regs is the caller's argument, not the device: named with the limit
     with pytest.raises(InvalidArgumentError, match="N = 20000 is above the regs variant's 16384 "
                        "columns at 1024 threads.*use variant='reread_l2' or a cluster variant"):
-        api.resolve_variant(sm, 20000, dev, "regs", None)
+        api.resolve_variant(sm, 64, 20000, dev, "regs", None)
     with pytest.raises(InvalidArgumentError, match="8192 columns at 512 threads"):
-        api.resolve_variant(sm, 16384, dev, "regs_t512", None)
-    # the default rule, the legal set (autotuning's candidates) never include them
+        api.resolve_variant(sm, 64, 16384, dev, "regs_t512", None)
+    # the legal set (autotuning's and calibration's candidates) holds them where they can run;
+    # the fallback rule (shapes without a model table entry) never picks them
     for N in (1, 4096, 16384, 65536, 1 << 20):
-        assert api.choose_variant(sm, N, H200_SMEM, 16).kind not in api.EXPERIMENTAL
-        assert all(v.kind not in api.EXPERIMENTAL
-                   for v in api.legal_variants(sm, N, H200_SMEM, 16, prefetch=True))
+        legal = api.legal_variants(sm, N, H200_SMEM, 16, prefetch=True)
+        assert Variant("reread_l2") in legal and Variant("reread_l2", threads=512) in legal
+        assert any(v.kind == "regs" for v in legal) is (N <= 8192)
+        assert api.choose_variant(sm, N, H200_SMEM, 16).kind not in api.THREADED
+
+
+def test_variant_from_a_table_label_round_trips():
+    for v in (Variant("staged"), Variant("reread"), Variant("reread_l2"), Variant("reread_l2", threads=512),
+              api.regs_variant(4096, 512), api.regs_variant(8192, 512), api.regs_variant(16384, 1024)):
+        assert api.variant_from_label(v.label, 8192 if v.kind != "regs" else
+                                      {1: 2048, 2: 4096, 4: 8192}[v.vregs] * v.threads // 512) == v
 
 
 def ldg128_runs(sass: str) -> list[int]:

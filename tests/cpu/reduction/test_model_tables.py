@@ -3,6 +3,9 @@
 import dataclasses
 
 from smemkit.hw.profile import builtin_profiles
+from smemkit.reduction import BUILTIN
+from smemkit.reduction.api import model_variant, variant_from_label
+from smemkit.reduction.codegen import Variant
 from smemkit.reduction.cost_model import evaluate
 from smemkit.reduction.tables import _load, h100_credit, h200_smemkit
 
@@ -37,3 +40,20 @@ def test_h200_table_covers_the_30_points():
         v = evaluate(p.shape, profile, p.measured)
         assert v.best is not None  # at least one legal P everywhere
         assert dataclasses.is_dataclass(v.best)
+
+
+def test_dispatch_follows_the_model_on_the_embedded_table():
+    profile = builtin_profiles()["h200_sxm"]
+    for point in h200_smemkit():
+        spec = BUILTIN[point.workload]
+        verdict = evaluate(point.shape, profile, point.measured)
+        expected = (Variant("cluster", verdict.best.P) if verdict.profitable
+                    else variant_from_label(point.measured.baseline_variant, point.shape.N))
+        M = point.shape.M
+        assert model_variant(spec, M, point.shape.N, "h200_sxm") == expected
+        assert model_variant(spec, M * 2, point.shape.N, "h200_sxm") == expected  # same row class
+        assert model_variant(spec, M * 4, point.shape.N, "h200_sxm") is None  # too far: the rule
+        assert model_variant(spec, M, point.shape.N + 1, "h200_sxm") is None
+        user = dataclasses.replace(spec)  # equal, but not the built-in object: never borrows
+        assert model_variant(user, M, point.shape.N, "h200_sxm") is None
+    assert model_variant(BUILTIN["lars"], 4096, 65536, "no_such_profile") is None
