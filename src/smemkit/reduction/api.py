@@ -71,17 +71,21 @@ def choose_variant(spec: ReductionSpec, N: int, smem_limit: int, max_cluster: in
     return next((v for v in legal if v.kind == "staged"), Variant("reread"))
 
 
-@cache
 def model_variant(spec: ReductionSpec, M: int, N: int, profile_name: str) -> Variant | None:
     """The cost model's pick at (M, N) from the profile's embedded table: the point of this
     built-in workload at width N whose rows are within a factor of two of M; None without one."""
+    if spec is not BUILTIN.get(spec.name):  # a user spec never borrows a built-in's table
+        return None
+    return _table_pick(spec.name, M, N, profile_name)
+
+
+@cache
+def _table_pick(name: str, M: int, N: int, profile_name: str) -> Variant | None:
     from smemkit.hw.profile import builtin_profiles
     from smemkit.reduction.cost_model import evaluate
     from smemkit.reduction.tables import table_for
 
-    if spec is not BUILTIN.get(spec.name):  # a user spec never borrows a built-in's table
-        return None
-    points = [p for p in table_for(profile_name) if (p.workload, p.shape.N) == (spec.name, N)
+    points = [p for p in table_for(profile_name) if (p.workload, p.shape.N) == (name, N)
               and p.shape.M / 2 <= M <= p.shape.M * 2]
     if not points:
         return None
@@ -100,13 +104,19 @@ def variant_from_label(label: str, N: int) -> Variant:
     return Variant(kind, threads=int(threads or 0))
 
 
+@cache
+def _profile_name(device: int) -> str:
+    """The embedded profile of the GPU (the default one when none matches), looked up once."""
+    from smemkit.hw.profile import select_profile
+
+    with torch.cuda.device(device):
+        return select_profile(None)[0].name
+
+
 def default_variant(spec: ReductionSpec, M: int, N: int, info) -> Variant:
     """What an op runs without overrides: the model's pick where the table covers the shape
     (and it is legal here), else the rule."""
-    from smemkit.hw.profile import select_profile
-
-    profile = select_profile(None)[0]
-    picked = model_variant(spec, M, N, profile.name)
+    picked = model_variant(spec, M, N, _profile_name(torch.cuda.current_device()))
     if picked is not None and legality(spec, picked, N, info.smem_per_block_optin,
                                        NON_PORTABLE_CLUSTER_MAX) is None:
         return picked
