@@ -83,8 +83,10 @@ def model_variant(spec: ReductionSpec, M: int, N: int, profile_name: str) -> Var
 def _table_pick(name: str, M: int, N: int, profile_name: str) -> Variant | None:
     from smemkit.hw.profile import builtin_profiles
     from smemkit.reduction.cost_model import evaluate
-    from smemkit.reduction.tables import table_for
+    from smemkit.reduction.tables import OWN_KERNELS, table_for
 
+    if profile_name not in OWN_KERNELS:
+        return None
     points = [p for p in table_for(profile_name) if (p.workload, p.shape.N) == (name, N)
               and p.shape.M / 2 <= M <= p.shape.M * 2]
     if not points:

@@ -57,3 +57,4 @@ def test_dispatch_follows_the_model_on_the_embedded_table():
         user = dataclasses.replace(spec)  # equal, but not the built-in object: never borrows
         assert model_variant(user, M, point.shape.N, "h200_sxm") is None
     assert model_variant(BUILTIN["lars"], 4096, 65536, "no_such_profile") is None
+    assert model_variant(BUILTIN["lars"], 4096, 65536, "h100_sxm") is None  # CREDIT's kernels, not ours
