@@ -584,7 +584,7 @@ def split_linear(x: torch.Tensor, weight: SplitWeight, bias: torch.Tensor | None
     others are experiments). Returns (..., N) in x's dtype.
 
     A weight with no host rows (ratio 0) has nothing to split: it runs as the plain all-HBM
-    product in cuBLAS (``torch.addmm``/``torch.mm``), whose HBM stream the split kernel's does
+    product in cuBLAS (``torch.nn.functional.linear``), whose HBM stream the split kernel's does
     not match (offload_ops.json, r = 0). ``force_kernel=True``, or any of the kernel experiments
     above, runs the split kernel anyway.
     """
@@ -596,21 +596,18 @@ def split_linear(x: torch.Tensor, weight: SplitWeight, bias: torch.Tensor | None
         raise InvalidArgumentError("the SplitWeight was freed")
     device_index = weight.device.index
     lead = tuple(x.shape[:-1])
+    hc, hs = _host_config(host_ctas, host_window, device_index)  # checked on every path
+    experiment = ((split_g, split_h, hbm_depth, ctas_per_sm) != (None,) * 4
+                  or (host_load, host_stage) != (0, 1))
+    if m and uses_cublas(weight, force_kernel or experiment):
+        y = torch.nn.functional.linear(x, weight.hbm, bias)  # exactly what nn.Linear runs
+        return out.copy_(y) if out is not None else y
     y = out if out is not None else torch.empty((*lead, n), dtype=x.dtype, device=x.device)
     if m == 0:
         return y
-    hc, hs = _host_config(host_ctas, host_window, device_index)
     scratch = scratch or default_scratch(device_index)
     x2 = x.reshape(m, k)
     y2 = y.view(m, n)
-    experiment = ((split_g, split_h, hbm_depth, ctas_per_sm) != (None,) * 4
-                  or (host_load, host_stage) != (0, 1))
-    if uses_cublas(weight, force_kernel or experiment):
-        if bias is None:
-            torch.mm(x2, weight.hbm.t(), out=y2)
-        else:
-            torch.addmm(bias, x2, weight.hbm.t(), out=y2)
-        return y
     for start in range(0, m, MAX_BATCH):
         stop = min(m, start + MAX_BATCH)
         _launch(x2[start:stop], y2[start:stop], weight, bias, hc, hs, scratch, split_g, split_h, host_load,
