@@ -18,8 +18,10 @@ Steps (records are written to --out after each one, so a timeout keeps what was 
    a float64 reference (relative norm error, output poisoned with NaN first) and timed with
    smemkit.runtime.timing.time_gpu (CUDA events, warm-up, median; one call captured in a CUDA graph
    and replayed, so Python launch overhead stays out; L2 flushed before each repetition):
-     smemkit           split_linear: host rows read in place by the congestion-controlled CTAs,
-                       HBM rows by the rest, one kernel
+     smemkit           split_linear: at batch <= 64 host rows read in place by the
+                       congestion-controlled CTAs, HBM rows by the rest, one kernel; at r = 0
+                       cuBLAS; past 64 rows the ring path (cuBLAS GEMMs, host rows copied by the
+                       copy engine through a two-slot HBM ring under them); record "path"
      cublas_hbm        torch.nn.functional.linear on the whole weight in HBM (the upper bound)
      uva               UVA zero-copy as vLLM's CPU offload does it: cuBLAS (F.linear) on the HBM rows
                        and cuBLAS on a CUDA tensor aliasing the pinned host rows (read in place
@@ -27,6 +29,8 @@ Steps (records are written to --out after each one, so a timeout keeps what was 
                        split_linear with every CTA but one reading host rows ("impl" says which)
      copy_then_cublas  copy the host rows into their place in an HBM copy of the weight
                        (cudaMemcpyAsync), then one cuBLAS call
+   Ratios: 0, r*, r_hide = C/F x B_h / W at the largest batch (per byte of bf16 weight: batch x
+   B_h / F; at or below it the host reads can hide under compute), 0.05 ... 1.
    Each record: op, shape, batch, r (asked), r_actual (host rows / N), method, ms (median), ideal_ms =
    max(r W / B_h, (1 - r) W / B_g, C / F) with B_h, B_g from step 1 and F the profile's bf16 rate,
    ms_over_ideal, eff_gbps = (weight + x + y bytes) / time, rel_err.
@@ -57,8 +61,8 @@ DEFAULT_SWEEP_OUT = ROOT / "benchmarks" / "results" / "h200" / "offload_sweep.js
 SWEEP_SHAPES = ((8192, 28672), (4096, 14336))
 SWEEP_RATIOS = (0.0, 1.0, 0.25)
 SHAPES = ((4096, 14336), (14336, 4096), (8192, 28672), (28672, 8192))
-BATCHES = (1, 8, 64)
-RATIOS = ("0", "r*", "0.05", "0.1", "0.25", "0.5", "1.0")
+BATCHES = (1, 8, 64, 512)
+RATIOS = ("0", "r*", "r_hide", "0.05", "0.1", "0.25", "0.5", "1.0")
 METHODS = ("smemkit", "cublas_hbm", "uva", "copy_then_cublas")
 
 
@@ -72,7 +76,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--out", type=Path, default=DEFAULT_OUT, help=f"results JSON (default {DEFAULT_OUT})")
     p.add_argument("--shapes", default=",".join(f"{n}x{k}" for n, k in SHAPES),
                    help="weight shapes N_outxK, comma-separated")
-    p.add_argument("--batches", default=",".join(map(str, BATCHES)), help="batch sizes (1..64)")
+    p.add_argument("--batches", default=",".join(map(str, BATCHES)),
+                   help="batch sizes (> 64: the large-batch ring path)")
     p.add_argument("--ratios", default=",".join(RATIOS), help="offload ratios; 'r*' = B_h/(B_h+B_g)")
     p.add_argument("--reps", type=int, default=20, help="timed repetitions per point (median)")
     p.add_argument("--warmup", type=int, default=3)
@@ -237,9 +242,17 @@ def _compare_host_paths(doc, results, x, sw, host_ctas, host_window, args, wbyte
     results.flush()
 
 
-def parse_ratio(text: str, r_star: float) -> tuple[str, float]:
+def parse_ratio(text: str, r_star: float, r_hide: float | None = None) -> tuple[str, float]:
+    """A ratio label and its value: "r*" (the memory-bound balance B_h / (B_h + B_g)), "r_hide"
+    (the large-batch hide threshold C/F x B_h / W at the largest batch) or a number."""
     text = text.strip()
-    return (text, r_star) if text in ("r*", "rstar") else (text, float(text))
+    if text in ("r*", "rstar"):
+        return text, r_star
+    if text == "r_hide":
+        if r_hide is None:
+            raise ValueError("r_hide is only defined for the linear benchmark")
+        return text, r_hide
+    return text, float(text)
 
 
 def run(args: argparse.Namespace) -> int:
@@ -252,9 +265,10 @@ def run(args: argparse.Namespace) -> int:
     from smemkit.offload.costmodel import hardware_from_profile
     from smemkit.offload.gemv import (
         HOST_WINDOW_UNIT,
+        MAX_BATCH,
         launch_plan_for,
+        linear_path,
         split_linear,
-        uses_cublas,
         window_to_host_steps,
     )
     from smemkit.offload.pinned import SplitWeight
@@ -344,7 +358,7 @@ def run(args: argparse.Namespace) -> int:
         for label in [r.strip() for r in args.ratios.split(",") if r.strip()]:
             if stopped:
                 break
-            label, r = parse_ratio(label, r_star)
+            label, r = parse_ratio(label, r_star, max(batches) * b_h / hw.flops_per_s)
             sw = SplitWeight(w, r)
             r_act, n_hbm = sw.ratio, sw.n_hbm
             try:
@@ -362,8 +376,8 @@ def run(args: argparse.Namespace) -> int:
                 ideal_split = max(r_act * wbytes / b_h, (1 - r_act) * wbytes / b_g, flops / hw.flops_per_s)
                 ideal_hbm = max(wbytes / b_g, flops / hw.flops_per_s)
 
-                def m_smemkit(out=None, sw=sw, x=x, hc=host_ctas, hw_=host_window, force=False):
-                    return split_linear(x, sw, host_ctas=hc, host_window=hw_, out=out, force_kernel=force)
+                def m_smemkit(out=None, sw=sw, x=x, hc=host_ctas, hw_=host_window, path="auto"):
+                    return split_linear(x, sw, host_ctas=hc, host_window=hw_, out=out, path=path)
 
                 def m_cublas(out=None, x=x, w=w):
                     y = F.linear(x, w)
@@ -409,12 +423,17 @@ def run(args: argparse.Namespace) -> int:
                             rec["impl"] = uva_impl
                         if method == "smemkit":
                             rec["host_ctas"], rec["host_window_bytes"] = host_ctas, host_window
-                            rec["path"] = "cublas" if uses_cublas(sw) else "split_kernel"
-                            if uses_cublas(sw):  # what the split kernel itself takes at r = 0
-                                forced, _ = timed(partial(m_smemkit, force=True), args.reps, args.warmup)
-                                rec["split_kernel_ms"] = forced["ms"]
-                            rec["plan"] = launch_plan_for(batch, sw, host_ctas=host_ctas,
-                                                          host_window=host_window).as_dict()
+                            rec["r_hide"] = flops / hw.flops_per_s * b_h / wbytes
+                            chosen = linear_path(sw, batch)
+                            rec["path"] = chosen
+                            for other in ("kernel", "ring"):  # the paths auto did not take, timed too
+                                if other == chosen or (other == "kernel" and batch > MAX_BATCH and r > 0.1):
+                                    continue
+                                alt, _ = timed(partial(m_smemkit, path=other), args.reps, args.warmup)
+                                rec[f"{other}_ms"] = alt["ms"]
+                            if batch <= MAX_BATCH:
+                                rec["plan"] = launch_plan_for(batch, sw, host_ctas=host_ctas,
+                                                              host_window=host_window).as_dict()
                     except Exception as exc:  # keep going: one failing method must not lose the run
                         torch.cuda.synchronize()
                         rec["error"] = f"{type(exc).__name__}: {str(exc)[:300]}"

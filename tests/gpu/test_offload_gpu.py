@@ -57,17 +57,17 @@ def test_split_linear_matches_float64(dtype, n, k, batch, ratio):
         assert rel_err(got, reference(x, w, b)) < TOL[dtype], sw
 
 
-@pytest.mark.parametrize("force_kernel", [False, True])
+@pytest.mark.parametrize("path", ["auto", "kernel", "ring"])
 @pytest.mark.parametrize("batch", [1, 8, 64, 70])
-def test_all_hbm_weight_runs_cublas_unless_the_kernel_is_forced(force_kernel, batch):
+def test_all_hbm_weight_runs_cublas_unless_a_path_is_forced(path, batch):
     w, x, b = make(1000, 1032, batch, torch.bfloat16, bias=True)
     with SplitWeight(w, 0.0) as sw:
-        assert gemv.uses_cublas(sw, force_kernel) is not force_kernel
+        assert gemv.linear_path(sw, batch, path) == ("cublas" if path == "auto" else path)
         out = poisoned(batch, 1000, torch.bfloat16)
-        got = split_linear(x, sw, b, out=out, force_kernel=force_kernel)
+        got = split_linear(x, sw, b, out=out, path=path)
         assert got.data_ptr() == out.data_ptr() and torch.isfinite(got).all()
         assert rel_err(got, reference(x, w, b)) < TOL[torch.bfloat16]
-        if not force_kernel:  # exactly the cuBLAS product
+        if path == "auto":  # exactly the cuBLAS product
             assert torch.equal(got, F.linear(x, w, b))
 
 
@@ -177,13 +177,62 @@ def test_bitwise_deterministic_at_a_decode_shape(ratio):
 
 def test_leading_dims_chunking_and_empty_input():
     w, _, b = make(96, 256, 1, torch.float16, bias=True)
-    x = torch.randn(3, 50, 256, device="cuda").half()  # 150 rows: three launches of <= 64
+    x = torch.randn(3, 50, 256, device="cuda").half()  # 150 rows: the large-batch path
     with SplitWeight(w, 0.5) as sw:
         got = split_linear(x, sw, b)
         assert got.shape == (3, 50, 96)
         assert rel_err(got.reshape(-1, 96), reference(x.reshape(-1, 256), w, b)) < TOL[torch.float16]
+        chunked = split_linear(x, sw, b, path="kernel")  # three launches of <= 64 rows
+        assert rel_err(chunked.reshape(-1, 96), reference(x.reshape(-1, 256), w, b)) < TOL[torch.float16]
         empty = split_linear(torch.empty(0, 256, device="cuda", dtype=torch.float16), sw)
         assert empty.shape == (0, 96)
+
+
+@pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16])
+@pytest.mark.parametrize(("n", "k"), [(7, 136), (1000, 1032), (8192, 2048)])  # 8192 x 2048, r = 1: 4 steps
+@pytest.mark.parametrize("batch", [1, 5, 64, 65, 200, 512])  # <= 64: the ring path forced
+@pytest.mark.parametrize("ratio", [0.03, 0.5, 1.0])
+def test_ring_path_matches_float64(dtype, n, k, batch, ratio):
+    from smemkit.offload.ring_gemm import RING_SLOT_BYTES, ring_steps
+
+    w, x, b = make(n, k, batch, dtype, bias=batch % 2 == 1)
+    with SplitWeight(w, ratio) as sw:
+        steps, _, _ = ring_steps(sw.n_hbm, sw.host_rows, k, 2)
+        assert (steps > 2) is (sw.host_rows * k * 2 > 2 * RING_SLOT_BYTES)  # slots reused at 8192 x 2048
+        outs = []
+        for _ in range(2):
+            out = poisoned(batch, n, dtype)
+            outs.append(split_linear(x, sw, b, out=out, path="ring"))
+            assert outs[-1].data_ptr() == out.data_ptr()
+        assert gemv.linear_path(sw, batch) == ("ring" if batch > 64 else "kernel")
+        torch.cuda.synchronize()
+        assert torch.isfinite(outs[0]).all(), "an output column was not written (still NaN)"
+        assert rel_err(outs[0], reference(x, w, b)) < TOL[dtype], sw
+        assert torch.equal(outs[0], outs[1])  # the same GEMMs in the same order: bitwise
+
+
+def test_large_batch_ring_path_in_a_cuda_graph():
+    torch.manual_seed(2)
+    lin = nn.Linear(2048, 8192, bias=True).to("cuda", torch.bfloat16)  # r = 0.75: 3 ring steps
+    mod = OffloadedLinear.from_linear(lin, 0.75, max_batch=300)
+    try:
+        static_x = torch.randn(300, 2048, device="cuda", dtype=torch.bfloat16)
+        side = torch.cuda.Stream()
+        side.wait_stream(torch.cuda.current_stream())
+        with torch.cuda.stream(side):
+            mod(static_x)
+        torch.cuda.current_stream().wait_stream(side)
+        graph = torch.cuda.CUDAGraph()
+        with torch.cuda.graph(graph):
+            static_y = mod(static_x)
+        for seed in range(3):
+            static_x.copy_(torch.randn(300, 2048, generator=torch.Generator().manual_seed(seed)).bfloat16())
+            graph.replay()
+            torch.cuda.synchronize()
+            assert torch.equal(static_y, mod(static_x))
+            assert rel_err(static_y, reference(static_x, lin.weight, lin.bias)) < TOL[torch.bfloat16]
+    finally:
+        mod.free()
 
 
 def test_argument_errors_on_the_gpu():

@@ -4,8 +4,9 @@
 ``W`` whose last rows live in pinned host memory, in one kernel: ``host_ctas`` CTAs stream the host
 rows with register loads (each with at most ``host_window`` bytes of host reads in flight), the
 others stream the HBM rows through cp.async stage rings. Inputs of up to 64 rows run in one
-launch; longer inputs run in chunks of 64 rows (each chunk reads the whole weight again: this is
-the decode kernel, not the large-batch GEMM).
+launch; longer inputs run the large-batch path of :mod:`.ring_gemm` (cuBLAS GEMMs, the host rows
+copied by the copy engine through a two-slot ring under them); ``path="kernel"`` runs them
+through the decode kernel in chunks of 64 rows instead (each chunk reads the whole weight).
 
 Everything above :class:`SplitScratch` is pure Python (tested without a GPU): the constants the
 kernel is built with, and :func:`plan_launch`, which turns a shape and a host configuration into
@@ -13,9 +14,9 @@ a grid, a k-split per tier and the workspace it needs. The split is chosen so th
 tier gets the same number of units (no wave-quantization tail) at the least modelled cost.
 
 :class:`OffloadedLinear` is a drop-in for ``nn.Linear`` (bias supported) holding its weight as a
-``SplitWeight``. Its forward launches one kernel per 64 input rows and allocates only the output:
-the kernels are loaded and the split-K workspace reserved when the module is built, so the forward
-can be captured in a CUDA graph.
+``SplitWeight``. Its forward allocates only the output: the kernels are loaded, the split-K
+workspace reserved (and, with ``max_batch`` > 64, the large-batch ring allocated) when the module
+is built, so the forward can be captured in a CUDA graph.
 """
 
 from __future__ import annotations
@@ -569,7 +570,7 @@ def split_linear(x: torch.Tensor, weight: SplitWeight, bias: torch.Tensor | None
                  out: torch.Tensor | None = None, scratch: SplitScratch | None = None,
                  split_g: int | None = None, split_h: int | None = None, host_load: int = 0,
                  host_stage: int = 1, hbm_depth: int | None = None,
-                 ctas_per_sm: int | None = None, force_kernel: bool = False) -> torch.Tensor:
+                 ctas_per_sm: int | None = None, path: str = "auto") -> torch.Tensor:
     """``x @ W.T (+ bias)`` with ``W`` split between HBM and pinned host memory, in one kernel.
 
     ``x``: (..., K) bf16/fp16 CUDA tensor (the weight's dtype), contiguous; ``bias``: (N,) or None.
@@ -583,10 +584,11 @@ def split_linear(x: torch.Tensor, weight: SplitWeight, bias: torch.Tensor | None
     host read variant of split_gemv.cu (the defaults 0 / 1 are run 6's measured host path; the
     others are experiments). Returns (..., N) in x's dtype.
 
-    A weight with no host rows (ratio 0) has nothing to split: it runs as the plain all-HBM
-    product in cuBLAS (``torch.nn.functional.linear``), whose HBM stream the split kernel's does
-    not match (offload_ops.json, r = 0). ``force_kernel=True``, or any of the kernel experiments
-    above, runs the split kernel anyway.
+    ``path`` (see :func:`linear_path`): ``"auto"`` runs a weight with no host rows (ratio 0) as
+    the plain all-HBM product in cuBLAS (``torch.nn.functional.linear``, whose HBM stream the
+    split kernel's does not match: offload_ops.json, r = 0), up to 64 rows the split kernel, more
+    the ring path (:mod:`.ring_gemm`); ``"kernel"`` or ``"ring"`` force one (the kernel
+    experiments above imply ``"kernel"``).
     """
     m, n, k = check_split_args(x, weight, bias, out)
     from smemkit.runtime.device import require_gpu
@@ -599,7 +601,8 @@ def split_linear(x: torch.Tensor, weight: SplitWeight, bias: torch.Tensor | None
     hc, hs = _host_config(host_ctas, host_window, device_index)  # checked on every path
     experiment = ((split_g, split_h, hbm_depth, ctas_per_sm) != (None,) * 4
                   or (host_load, host_stage) != (0, 1))
-    if m and uses_cublas(weight, force_kernel or experiment):
+    chosen = linear_path(weight, m, "kernel" if experiment else path)
+    if m and chosen == "cublas":
         y = torch.nn.functional.linear(x, weight.hbm, bias)  # exactly what nn.Linear runs
         return out.copy_(y) if out is not None else y
     y = out if out is not None else torch.empty((*lead, n), dtype=x.dtype, device=x.device)
@@ -608,6 +611,11 @@ def split_linear(x: torch.Tensor, weight: SplitWeight, bias: torch.Tensor | None
     scratch = scratch or default_scratch(device_index)
     x2 = x.reshape(m, k)
     y2 = y.view(m, n)
+    if chosen == "ring":
+        from smemkit.offload.ring_gemm import ring_linear
+
+        ring_linear(x2, weight, bias, y2)
+        return y
     for start in range(0, m, MAX_BATCH):
         stop = min(m, start + MAX_BATCH)
         _launch(x2[start:stop], y2[start:stop], weight, bias, hc, hs, scratch, split_g, split_h, host_load,
@@ -615,9 +623,19 @@ def split_linear(x: torch.Tensor, weight: SplitWeight, bias: torch.Tensor | None
     return y
 
 
-def uses_cublas(weight: SplitWeight, force_kernel: bool = False) -> bool:
-    """Whether ``split_linear`` hands ``weight`` to cuBLAS: all rows in HBM, kernel not forced."""
-    return weight.host_rows == 0 and not force_kernel
+LINEAR_PATHS = ("auto", "kernel", "ring")
+
+
+def linear_path(weight: SplitWeight, rows: int, path: str = "auto") -> str:
+    """What ``split_linear`` runs for ``rows`` input rows: ``"cublas"`` (no host rows, auto),
+    ``"kernel"`` (split_gemv.cu; auto up to 64 rows) or ``"ring"`` (auto past 64 rows)."""
+    if path not in LINEAR_PATHS:
+        raise InvalidArgumentError(f"path={path!r}; allowed: {', '.join(LINEAR_PATHS)}")
+    if path != "auto":
+        return path
+    if weight.host_rows == 0:
+        return "cublas"
+    return "ring" if rows > MAX_BATCH else "kernel"
 
 
 def _launch(x: torch.Tensor, y: torch.Tensor, w: SplitWeight, bias: torch.Tensor | None, host_ctas: int,
@@ -689,6 +707,10 @@ class OffloadedLinear(nn.Module):
                             host_steps=self._host[1])
             need_ws, need_counters = max(need_ws, plan.ws_floats), max(need_counters, plan.n_counters)
         self.scratch.reserve(need_ws, need_counters)
+        if max_batch > MAX_BATCH and w.host_rows:
+            from smemkit.offload.ring_gemm import host_ring
+
+            host_ring(w.device, w.dtype)  # the large-batch path's ring, allocated before any capture
 
     @classmethod
     def from_linear(cls, linear: nn.Linear, ratio: float, *, device: int | torch.device | None = None,

@@ -1,0 +1,112 @@
+"""Large-batch split linear: tensor-core GEMMs (cuBLAS) with the host rows brought in by the copy
+engine through a two-slot HBM ring, each slot's copy hidden under the GEMM of the step before.
+
+Past 64 input rows the decode kernel (``split_gemv.cu``) would read the whole weight again per 64
+rows; a batch of hundreds of tokens is compute-bound instead, and the host rows only need to
+arrive before the tensor cores want them. :func:`ring_linear` cuts the work into S steps: step j
+multiplies the input by the j-th piece of the HBM rows (cuBLAS, on the caller's stream), then,
+once the copy engine has landed the j-th chunk of host rows in ring slot j mod 2 (a
+``cudaMemcpyAsync`` from the pinned rows on a side stream, no SM involved), by that chunk. The
+copy of chunk j+1 runs while step j computes, so with C/F >= r W / B_h per step (r at or below
+the hide threshold C/F x B_h / W) the host reads cost nothing but the ring's extra HBM traffic.
+
+The ring holds 2 x ``RING_SLOT_BYTES`` of HBM per (GPU, dtype) however large the host part:
+offloading still saves the host rows' HBM. Every step writes its own output columns (strided
+views of the row-major output; cuBLAS takes them without a copy), so the result is the same
+bitwise from run to run. Stream order is expressed with events, so the whole call can be captured
+in a CUDA graph (after a first call has allocated the ring).
+
+This is not DAK's direct-access GEMM (host tiles read by the GEMM kernel itself, e.g. by TMA): that
+kernel is not built (docs/offload.md).
+"""
+
+from __future__ import annotations
+
+import math
+import threading
+
+import torch
+
+from smemkit.offload.pinned import TILE_ROWS, SplitWeight
+
+RING_SLOTS = 2
+# Host bytes per step (one ring slot): small enough that the first copy (the only one not
+# overlapped with a GEMM of its own call) is short, large enough for efficient GEMM pieces.
+RING_SLOT_BYTES = 8 << 20
+
+
+class HostRing:
+    """Two HBM slots of ``RING_SLOT_BYTES``, a side stream for the copies, and the events that
+    order them against the GEMMs (per GPU and dtype)."""
+
+    def __init__(self, device: torch.device, dtype: torch.dtype) -> None:
+        elems = RING_SLOT_BYTES // torch.empty((), dtype=dtype).element_size()
+        self.slots = [torch.empty(elems, dtype=dtype, device=device) for _ in range(RING_SLOTS)]
+        self.stream = torch.cuda.Stream(device=device)
+        self.ready = [torch.cuda.Event() for _ in range(RING_SLOTS)]  # copy landed
+        self.free = [torch.cuda.Event() for _ in range(RING_SLOTS)]  # GEMM done reading
+
+    def slot(self, index: int, rows: int, k: int) -> torch.Tensor:
+        return self.slots[index][: rows * k].view(rows, k)
+
+
+_RINGS: dict[tuple[int, torch.dtype], HostRing] = {}
+_LOCK = threading.Lock()
+
+
+def host_ring(device: torch.device, dtype: torch.dtype) -> HostRing:
+    """The ring of this GPU and dtype (allocated on first use)."""
+    key = (device.index, dtype)
+    with _LOCK:
+        if key not in _RINGS:
+            _RINGS[key] = HostRing(device, dtype)
+        return _RINGS[key]
+
+
+def ring_steps(n_hbm: int, host_rows: int, k: int, elem_bytes: int) -> tuple[int, int, int]:
+    """(steps, host rows per step, HBM rows per step): host chunks of at most one ring slot,
+    in multiples of the split's tile, and the HBM rows cut into as many pieces."""
+    if host_rows == 0:
+        return 1, 0, n_hbm
+    slot_rows = max(TILE_ROWS, RING_SLOT_BYTES // (k * elem_bytes) // TILE_ROWS * TILE_ROWS)
+    steps = math.ceil(host_rows / slot_rows)
+    chunk = math.ceil(host_rows / steps)
+    return steps, chunk, math.ceil(n_hbm / steps)
+
+
+def ring_linear(x2: torch.Tensor, weight: SplitWeight, bias: torch.Tensor | None, y2: torch.Tensor) -> None:
+    """``y2 = x2 @ W.T (+ bias)`` for a 2-D input, W split between HBM and host (module docstring).
+    Arguments are already checked by ``split_linear``."""
+    k = x2.shape[1]
+    n_hbm, host_rows = weight.n_hbm, weight.host_rows
+    steps, chunk, piece = ring_steps(n_hbm, host_rows, k, x2.element_size())
+    main = torch.cuda.current_stream(x2.device)
+    ring = host_ring(x2.device, x2.dtype) if host_rows else None
+    if ring is not None:
+        ring.stream.wait_stream(main)  # the previous call's GEMMs are done with the slots
+    for j in range(steps):
+        h0, h1 = j * chunk, min(host_rows, (j + 1) * chunk)
+        slot = j % RING_SLOTS
+        if ring is not None and h1 > h0:
+            with torch.cuda.stream(ring.stream):
+                if j >= RING_SLOTS:
+                    ring.stream.wait_event(ring.free[slot])
+                ring.slot(slot, h1 - h0, k).copy_(weight.host[h0:h1], non_blocking=True)
+                ring.ready[slot].record(ring.stream)
+        g0, g1 = j * piece, min(n_hbm, (j + 1) * piece)
+        if g1 > g0:
+            _gemm(x2, weight.hbm[g0:g1], bias, y2, g0, g1)
+        if ring is not None and h1 > h0:
+            main.wait_event(ring.ready[slot])
+            _gemm(x2, ring.slot(slot, h1 - h0, k), bias, y2, n_hbm + h0, n_hbm + h1)
+            ring.free[slot].record(main)
+
+
+def _gemm(x2: torch.Tensor, rows: torch.Tensor, bias: torch.Tensor | None, y2: torch.Tensor,
+          c0: int, c1: int) -> None:
+    """Output columns [c0, c1) = x2 @ rows.T (+ bias[c0:c1]), written in place."""
+    out = y2[:, c0:c1]
+    if bias is None:
+        torch.mm(x2, rows.t(), out=out)
+    else:
+        torch.addmm(bias[c0:c1], x2, rows.t(), out=out)

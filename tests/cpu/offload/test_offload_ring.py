@@ -1,0 +1,39 @@
+"""The large-batch ring path's step arithmetic (no GPU)."""
+
+import math
+
+import pytest
+
+from smemkit.offload.pinned import TILE_ROWS
+from smemkit.offload.ring_gemm import RING_SLOT_BYTES, ring_steps
+
+
+@pytest.mark.parametrize(("n_hbm", "host_rows", "k"), [(14336 - 720, 720, 4096), (0, 14336, 4096),
+                                                        (8192, 0, 2048), (16, 16, 64), (100000, 16, 8192),
+                                                        (0, 28672, 8192)])
+def test_steps_cover_both_tiers_within_one_slot(n_hbm, host_rows, k):
+    steps, chunk, piece = ring_steps(n_hbm, host_rows, k, 2)
+    assert steps >= 1 and chunk * k * 2 <= max(RING_SLOT_BYTES, TILE_ROWS * k * 2)
+    assert steps * chunk >= host_rows and (steps - 1) * chunk < max(host_rows, 1)
+    assert steps * piece >= n_hbm and (steps - 1) * piece < max(n_hbm, 1)
+    if host_rows:
+        slot_rows = RING_SLOT_BYTES // (k * 2) // TILE_ROWS * TILE_ROWS
+        assert steps == math.ceil(host_rows / slot_rows)  # as few steps as the ring allows
+
+
+def test_no_host_rows_is_one_hbm_step():
+    assert ring_steps(4096, 0, 4096, 2) == (1, 0, 4096)
+
+
+def test_linear_path_auto_rule_and_bad_values():
+    from types import SimpleNamespace
+
+    from smemkit.errors import InvalidArgumentError
+    from smemkit.offload.gemv import MAX_BATCH, linear_path
+
+    split, all_hbm = SimpleNamespace(host_rows=32), SimpleNamespace(host_rows=0)
+    assert linear_path(all_hbm, 1) == "cublas" and linear_path(all_hbm, 1000) == "cublas"
+    assert linear_path(split, MAX_BATCH) == "kernel" and linear_path(split, MAX_BATCH + 1) == "ring"
+    assert linear_path(all_hbm, 8, "kernel") == "kernel" and linear_path(split, 8, "ring") == "ring"
+    with pytest.raises(InvalidArgumentError, match="path='gemm'; allowed: auto, kernel, ring"):
+        linear_path(split, 8, "gemm")
