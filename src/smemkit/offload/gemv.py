@@ -3,10 +3,11 @@
 ``split_linear(x, w)`` computes ``x @ W.T (+ bias)`` for a :class:`~smemkit.offload.pinned.SplitWeight`
 ``W`` whose last rows live in pinned host memory, in one kernel: ``host_ctas`` CTAs stream the host
 rows with register loads (each with at most ``host_window`` bytes of host reads in flight), the
-others stream the HBM rows through cp.async stage rings. Inputs of up to 64 rows run in one
-launch; longer inputs run the large-batch path of :mod:`.ring_gemm` (cuBLAS GEMMs, the host rows
-copied by the copy engine through a two-slot ring under them); ``path="kernel"`` runs them
-through the decode kernel in chunks of 64 rows instead (each chunk reads the whole weight).
+others stream the HBM rows through cp.async stage rings, up to 64 input rows per launch. The
+default ``path="auto"`` runs it only where it is measured faster than the ring path of
+:mod:`.ring_gemm` (cuBLAS GEMMs, the host rows copied by the copy engine through a two-slot ring
+under them): at 1-8 rows with a small host part (:func:`auto_path`). ``path="kernel"`` forces it
+(past 64 rows in chunks of 64, each reading the whole weight).
 
 Everything above :class:`SplitScratch` is pure Python (tested without a GPU): the constants the
 kernel is built with, and :func:`plan_launch`, which turns a shape and a host configuration into
@@ -15,8 +16,8 @@ tier gets the same number of units (no wave-quantization tail) at the least mode
 
 :class:`OffloadedLinear` is a drop-in for ``nn.Linear`` (bias supported) holding its weight as a
 ``SplitWeight``. Its forward allocates only the output: the kernels are loaded, the split-K
-workspace reserved (and, with ``max_batch`` > 64, the large-batch ring allocated) when the module
-is built, so the forward can be captured in a CUDA graph.
+workspace reserved and the ring path's slots allocated when the module is built, so the forward
+can be captured in a CUDA graph.
 """
 
 from __future__ import annotations
@@ -586,9 +587,9 @@ def split_linear(x: torch.Tensor, weight: SplitWeight, bias: torch.Tensor | None
 
     ``path`` (see :func:`linear_path`): ``"auto"`` runs a weight with no host rows (ratio 0) as
     the plain all-HBM product in cuBLAS (``torch.nn.functional.linear``, whose HBM stream the
-    split kernel's does not match: offload_ops.json, r = 0), up to 64 rows the split kernel, more
-    the ring path (:mod:`.ring_gemm`); ``"kernel"`` or ``"ring"`` force one (the kernel
-    experiments above imply ``"kernel"``).
+    split kernel's does not match: offload_ops.json, r = 0), and otherwise whichever of the split
+    kernel and the ring path (:mod:`.ring_gemm`) :func:`auto_path` predicts faster (the ring past
+    8 rows); ``"kernel"`` or ``"ring"`` force one (the kernel experiments above imply ``"kernel"``).
     """
     m, n, k = check_split_args(x, weight, bias, out)
     from smemkit.runtime.device import require_gpu
@@ -624,18 +625,59 @@ def split_linear(x: torch.Tensor, weight: SplitWeight, bias: torch.Tensor | None
 
 
 LINEAR_PATHS = ("auto", "kernel", "ring")
+# The auto rule's constants, from offload_ops.json of 2026-11-30 (the run that first timed both
+# paths at every point; docs/offload.md): past KERNEL_MAX_ROWS input rows the ring path was the
+# faster at all 32 points of batch 64; at batch 1-8 the split kernel streamed its HBM rows
+# KERNEL_HBM_SLOWDOWN x slower than cuBLAS (r = 0: 1.15-1.47x) and its host rows at
+# KERNEL_HOST_FACTOR x the copy-engine time (r = 1: 1.08-1.09x), while each ring copy paid about
+# RING_COPY_OVERHEAD_S on top (r = 0.05, one 5.9 MB copy: 19-30 us).
+KERNEL_MAX_ROWS = 8
+KERNEL_HBM_SLOWDOWN = 1.3
+KERNEL_HOST_FACTOR = 1.09
+RING_COPY_OVERHEAD_S = 25e-6
+
+
+def auto_path(rows: int, hbm_bytes: int, host_bytes: int, hbm_bytes_per_s: float,
+              host_bytes_per_s: float) -> str:
+    """The faster of the split kernel and the ring path by the measured model above ("cublas"
+    without host bytes)."""
+    if host_bytes == 0:
+        return "cublas"
+    if rows > KERNEL_MAX_ROWS:
+        return "ring"
+    t_host, t_hbm = host_bytes / host_bytes_per_s, hbm_bytes / hbm_bytes_per_s
+    kernel = max(KERNEL_HOST_FACTOR * t_host, KERNEL_HBM_SLOWDOWN * t_hbm)
+    ring = max(t_host + RING_COPY_OVERHEAD_S, t_hbm)
+    return "kernel" if kernel <= ring else "ring"
+
+
+@cache
+def _link_rates(device_index: int) -> tuple[float, float]:
+    """(B_g, B_h) in bytes/s from the GPU's device profile (the embedded H200's when none matches)."""
+    from smemkit.hw.profile import select_profile
+    from smemkit.offload.costmodel import hardware_from_profile
+
+    with torch.cuda.device(device_index):
+        hw = hardware_from_profile(select_profile(None)[0])
+    return hw.hbm_bytes_per_s, hw.host_bytes_per_s
 
 
 def linear_path(weight: SplitWeight, rows: int, path: str = "auto") -> str:
-    """What ``split_linear`` runs for ``rows`` input rows: ``"cublas"`` (no host rows, auto),
-    ``"kernel"`` (split_gemv.cu; auto up to 64 rows) or ``"ring"`` (auto past 64 rows)."""
+    """What ``split_linear`` runs for ``rows`` input rows: ``"cublas"`` (no host rows),
+    ``"kernel"`` (split_gemv.cu) or ``"ring"`` (:mod:`.ring_gemm`); ``"auto"`` by
+    :func:`auto_path`, else the path asked for."""
     if path not in LINEAR_PATHS:
         raise InvalidArgumentError(f"path={path!r}; allowed: {', '.join(LINEAR_PATHS)}")
     if path != "auto":
         return path
     if weight.host_rows == 0:
         return "cublas"
-    return "ring" if rows > MAX_BATCH else "kernel"
+    if rows > KERNEL_MAX_ROWS:
+        return "ring"
+    n, k = weight.shape
+    row_bytes = k * weight.dtype.itemsize
+    return auto_path(rows, weight.n_hbm * row_bytes, weight.host_rows * row_bytes,
+                     *_link_rates(weight.device.index))
 
 
 def _launch(x: torch.Tensor, y: torch.Tensor, w: SplitWeight, bias: torch.Tensor | None, host_ctas: int,
@@ -707,10 +749,10 @@ class OffloadedLinear(nn.Module):
                             host_steps=self._host[1])
             need_ws, need_counters = max(need_ws, plan.ws_floats), max(need_counters, plan.n_counters)
         self.scratch.reserve(need_ws, need_counters)
-        if max_batch > MAX_BATCH and w.host_rows:
+        if w.host_rows:
             from smemkit.offload.ring_gemm import host_ring
 
-            host_ring(w.device, w.dtype)  # the large-batch path's ring, allocated before any capture
+            host_ring(w.device, w.dtype)  # the ring path's slots, allocated before any capture
 
     @classmethod
     def from_linear(cls, linear: nn.Linear, ratio: float, *, device: int | torch.device | None = None,

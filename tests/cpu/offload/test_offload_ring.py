@@ -14,8 +14,8 @@ from smemkit.offload.ring_gemm import RING_SLOT_BYTES, ring_steps
 def test_steps_cover_both_tiers_within_one_slot(n_hbm, host_rows, k):
     steps, chunk, piece = ring_steps(n_hbm, host_rows, k, 2)
     assert steps >= 1 and chunk * k * 2 <= max(RING_SLOT_BYTES, TILE_ROWS * k * 2)
-    assert steps * chunk >= host_rows and (steps - 1) * chunk < max(host_rows, 1)
-    assert steps * piece >= n_hbm and (steps - 1) * piece < max(n_hbm, 1)
+    assert steps * chunk >= host_rows and steps * piece >= n_hbm
+    assert chunk % TILE_ROWS == 0 and piece % TILE_ROWS == 0  # aligned output columns
     if host_rows:
         slot_rows = RING_SLOT_BYTES // (k * 2) // TILE_ROWS * TILE_ROWS
         assert steps == math.ceil(host_rows / slot_rows)  # as few steps as the ring allows
@@ -25,15 +25,29 @@ def test_no_host_rows_is_one_hbm_step():
     assert ring_steps(4096, 0, 4096, 2) == (1, 0, 4096)
 
 
-def test_linear_path_auto_rule_and_bad_values():
+def test_auto_path_against_hand_computed_times():
+    from smemkit.offload.gemv import auto_path
+
+    b_g, b_h = 4.0e12, 50e9
+    # host 5 MB: 100 us; HBM 100 MB: 25 us. kernel max(109, 32.5) = 109 < ring max(125, 25) = 125
+    assert auto_path(1, 100_000_000, 5_000_000, b_g, b_h) == "kernel"
+    # host 30 MB: 600 us. kernel 654 > ring 625
+    assert auto_path(8, 100_000_000, 30_000_000, b_g, b_h) == "ring"
+    # host 5 MB (100 us), HBM 500 MB (125 us): kernel max(109, 162.5) > ring max(125, 125)
+    assert auto_path(1, 500_000_000, 5_000_000, b_g, b_h) == "ring"
+    assert auto_path(9, 100_000_000, 5_000_000, b_g, b_h) == "ring"  # past 8 rows: always the ring
+    assert auto_path(64, 100_000_000, 0, b_g, b_h) == "cublas"
+
+
+def test_linear_path_forced_and_bad_values():
     from types import SimpleNamespace
 
     from smemkit.errors import InvalidArgumentError
-    from smemkit.offload.gemv import MAX_BATCH, linear_path
+    from smemkit.offload.gemv import KERNEL_MAX_ROWS, linear_path
 
     split, all_hbm = SimpleNamespace(host_rows=32), SimpleNamespace(host_rows=0)
     assert linear_path(all_hbm, 1) == "cublas" and linear_path(all_hbm, 1000) == "cublas"
-    assert linear_path(split, MAX_BATCH) == "kernel" and linear_path(split, MAX_BATCH + 1) == "ring"
+    assert linear_path(split, KERNEL_MAX_ROWS + 1) == "ring"
     assert linear_path(all_hbm, 8, "kernel") == "kernel" and linear_path(split, 8, "ring") == "ring"
     with pytest.raises(InvalidArgumentError, match="path='gemm'; allowed: auto, kernel, ring"):
         linear_path(split, 8, "gemm")
