@@ -215,28 +215,37 @@ def test_ring_path_matches_float64(dtype, n, k, batch, ratio):
         assert torch.equal(outs[0], outs[1])  # the same GEMMs in the same order: bitwise
 
 
-def test_large_batch_ring_path_in_a_cuda_graph():
-    torch.manual_seed(2)
-    lin = nn.Linear(2048, 8192, bias=True).to("cuda", torch.bfloat16)  # r = 0.75: 3 ring steps
-    mod = OffloadedLinear.from_linear(lin, 0.75, max_batch=300)
+def check_in_a_cuda_graph(lin, ratio, rows, max_batch=64):
+    """Build an OffloadedLinear, capture its forward on ``rows`` inputs (after warm-up on a side
+    stream), replay it on fresh inputs: equal to eager, close to float64."""
+    dtype = lin.weight.dtype
+    mod = OffloadedLinear.from_linear(lin, ratio, max_batch=max_batch)
     try:
-        static_x = torch.randn(300, 2048, device="cuda", dtype=torch.bfloat16)
+        static_x = torch.randn(rows, lin.in_features, device="cuda", dtype=dtype)
         side = torch.cuda.Stream()
         side.wait_stream(torch.cuda.current_stream())
         with torch.cuda.stream(side):
-            mod(static_x)
+            for _ in range(2):
+                mod(static_x)
         torch.cuda.current_stream().wait_stream(side)
         graph = torch.cuda.CUDAGraph()
         with torch.cuda.graph(graph):
             static_y = mod(static_x)
         for seed in range(3):
-            static_x.copy_(torch.randn(300, 2048, generator=torch.Generator().manual_seed(seed)).bfloat16())
+            fresh = torch.randn(rows, lin.in_features, generator=torch.Generator().manual_seed(seed))
+            static_x.copy_(fresh.to(dtype))
             graph.replay()
             torch.cuda.synchronize()
             assert torch.equal(static_y, mod(static_x))
-            assert rel_err(static_y, reference(static_x, lin.weight, lin.bias)) < TOL[torch.bfloat16]
+            assert rel_err(static_y, reference(static_x, lin.weight, lin.bias)) < TOL[dtype]
     finally:
         mod.free()
+
+
+def test_large_batch_ring_path_in_a_cuda_graph():
+    torch.manual_seed(2)
+    lin = nn.Linear(2048, 8192, bias=True).to("cuda", torch.bfloat16)
+    check_in_a_cuda_graph(lin, 0.75, 300, max_batch=300)  # r = 0.75: 3 ring steps
 
 
 def test_argument_errors_on_the_gpu():
@@ -287,26 +296,7 @@ def test_offloaded_linear_equals_nn_linear(bias, ratio):
 def test_offloaded_linear_in_a_cuda_graph():
     torch.manual_seed(1)
     lin = nn.Linear(2048, 1500).to("cuda", torch.float16)
-    mod = OffloadedLinear.from_linear(lin, 0.25)
-    try:
-        static_x = torch.randn(8, 2048, device="cuda", dtype=torch.float16)
-        side = torch.cuda.Stream()
-        side.wait_stream(torch.cuda.current_stream())
-        with torch.cuda.stream(side):
-            for _ in range(2):
-                mod(static_x)
-        torch.cuda.current_stream().wait_stream(side)
-        graph = torch.cuda.CUDAGraph()
-        with torch.cuda.graph(graph):
-            static_y = mod(static_x)
-        for seed in range(3):
-            static_x.copy_(torch.randn(8, 2048, generator=torch.Generator().manual_seed(seed)).half())
-            graph.replay()
-            torch.cuda.synchronize()
-            assert torch.equal(static_y, mod(static_x))
-            assert rel_err(static_y, reference(static_x, lin.weight, lin.bias)) < TOL[torch.float16]
-    finally:
-        mod.free()
+    check_in_a_cuda_graph(lin, 0.25, 8)
 
 
 def _host_alloc_alive(ptr: int) -> bool:

@@ -39,11 +39,11 @@
 //
 // Compile-time: ATT_DTYPE 0 bf16, 1 fp16 (q, K, V, o share it).
 // Kernels: split_attention_g1, _g2, _g4, _g8 (G' = padded group size).
-#include <smemkit/ptx.cuh>
-
 #ifndef ATT_DTYPE
 #define ATT_DTYPE 0
 #endif
+#define SMEMKIT_HALF_BF16 (ATT_DTYPE == 0)
+#include <smemkit/half_mma.cuh>
 
 #define ATT_THREADS 128
 #define ATT_WARPS 4
@@ -54,67 +54,19 @@
 #define HOST_WARPS_MAX 4
 #define ATT_MIN_CTAS 3
 
-typedef unsigned short u16;
-
 namespace sattn {
 
 using namespace smemkit;
 
-__device__ __forceinline__ uint4 zero4() { return make_uint4(0u, 0u, 0u, 0u); }
-
-// HBM K/V rows: read once, no L1 allocation.
-__device__ __forceinline__ uint4 ld_hbm(const u16* p) {
-  uint4 v;
-  asm volatile("ld.global.nc.L1::no_allocate.v4.u32 {%0, %1, %2, %3}, [%4];"
-               : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w)
-               : "l"(p));
-  return v;
-}
-
-// Host K/V rows through the mapped pointer of pinned memory: streaming (the load `smemkit probe`
-// measured at 51 GB/s and split_gemv uses).
-__device__ __forceinline__ uint4 ld_host(const u16* p) {
-  uint4 v;
-  asm volatile("ld.global.cs.v4.u32 {%0, %1, %2, %3}, [%4];"
-               : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w)
-               : "l"(p));
-  return v;
-}
-
-__device__ __forceinline__ uint4 ld_q(const u16* p) {
-  uint4 v;
-  asm volatile("ld.global.nc.v4.u32 {%0, %1, %2, %3}, [%4];"
-               : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w)
-               : "l"(p));
-  return v;
-}
-
-// Partials written by other CTAs: read at L2.
-__device__ __forceinline__ float ld_partial(const float* p) {
-  float v;
-  asm volatile("ld.global.cg.f32 %0, [%1];" : "=f"(v) : "l"(p) : "memory");
-  return v;
-}
+// HBM K/V rows: read once, no L1 allocation; host K/V rows: streamed (split_gemv's host load).
+__device__ __forceinline__ uint4 ld_hbm(const u16* p) { return ld_once16(p); }
+__device__ __forceinline__ uint4 ld_host(const u16* p) { return ld_cs16(p); }
+__device__ __forceinline__ uint4 ld_q(const u16* p) { return ld_nc16(p); }
 
 __device__ __forceinline__ float fast_exp2(float x) {
   float y;
   asm("ex2.approx.ftz.f32 %0, %1;" : "=f"(y) : "f"(x));
   return y;
-}
-
-__device__ __forceinline__ void mma16816(float (&c)[4], u32 a0, u32 a1, u32 a2, u32 a3, u32 b0,
-                                         u32 b1) {
-#if ATT_DTYPE == 0
-  asm("mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, "
-      "{%8, %9}, {%0, %1, %2, %3};"
-      : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
-      : "r"(a0), "r"(a1), "r"(a2), "r"(a3), "r"(b0), "r"(b1));
-#else
-  asm("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, "
-      "{%8, %9}, {%0, %1, %2, %3};"
-      : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
-      : "r"(a0), "r"(a1), "r"(a2), "r"(a3), "r"(b0), "r"(b1));
-#endif
 }
 
 __device__ __forceinline__ float lo_f32(u32 w) {
@@ -135,16 +87,6 @@ __device__ __forceinline__ float hi_f32(u32 w) {
   asm("cvt.f32.f16 %0, %1;" : "=f"(f) : "h"(static_cast<u16>(w >> 16)));
   return f;
 #endif
-}
-
-__device__ __forceinline__ u16 from_f32(float f) {
-  u16 h;
-#if ATT_DTYPE == 0
-  asm("cvt.rn.bf16.f32 %0, %1;" : "=h"(h) : "f"(f));
-#else
-  asm("cvt.rn.f16.f32 %0, %1;" : "=h"(h) : "f"(f));
-#endif
-  return h;
 }
 
 // Position of 16-byte chunk c of tile row r in a warp's shared tile (see the header).

@@ -77,11 +77,11 @@
 //               group's loads are issued right after the current group is stored, before its
 //               math (the same window, kept full during the multiply; not measured yet).
 // Kernels: split_gemv_nt1, _nt2, _nt4, _nt8 (NT = batch tiles of 8: B <= 8 * NT).
-#include <smemkit/ptx.cuh>
-
 #ifndef GEMV_DTYPE
 #define GEMV_DTYPE 0
 #endif
+#define SMEMKIT_HALF_BF16 (GEMV_DTYPE == 0)
+#include <smemkit/half_mma.cuh>
 #ifndef HOST_LOAD
 #define HOST_LOAD 0
 #endif
@@ -99,7 +99,6 @@
 #define HOST_STEPS_MAX 4
 #define HBM_DEPTH_MAX 7
 
-typedef unsigned short u16;
 
 namespace sgemv {
 
@@ -138,8 +137,6 @@ struct HbmMt<8> {
   static constexpr int value = HBM_MT_NT8;
 };
 
-__device__ __forceinline__ uint4 zero4() { return make_uint4(0u, 0u, 0u, 0u); }
-
 // 16 bytes global -> shared, asynchronously; src_bytes = 0 writes zeros and reads nothing.
 __device__ __forceinline__ void cp_async16(u32 dst, const void* src, u32 src_bytes) {
   asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;" ::"r"(dst), "l"(src), "r"(src_bytes)
@@ -166,53 +163,21 @@ __device__ __forceinline__ void cp_async_wait_dyn(int n) {
 
 // Host weight rows, through the mapped (UVA) pointer of pinned memory, into registers.
 __device__ __forceinline__ uint4 ld_weight_host(const u16* p) {
-  uint4 v;
 #if HOST_LOAD == 0
-  asm volatile("ld.global.cs.v4.u32 {%0, %1, %2, %3}, [%4];"
-               : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w)
-               : "l"(p));
+  return ld_cs16(p);
 #elif HOST_LOAD == 1
-  asm volatile("ld.global.nc.L1::no_allocate.v4.u32 {%0, %1, %2, %3}, [%4];"
-               : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w)
-               : "l"(p));
+  return ld_once16(p);
 #else
+  uint4 v;
   asm volatile("ld.global.v4.u32 {%0, %1, %2, %3}, [%4];"
                : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w)
                : "l"(p));
-#endif
   return v;
+#endif
 }
 
 // x fragments of the host role: small and re-read by every warp of the CTA, so cached in L1.
-__device__ __forceinline__ uint4 ld_x(const u16* p) {
-  uint4 v;
-  asm volatile("ld.global.nc.v4.u32 {%0, %1, %2, %3}, [%4];"
-               : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w)
-               : "l"(p));
-  return v;
-}
-
-// Partials written by other CTAs: read at L2 (never a stale L1 line).
-__device__ __forceinline__ float ld_partial(const float* p) {
-  float v;
-  asm volatile("ld.global.cg.f32 %0, [%1];" : "=f"(v) : "l"(p) : "memory");
-  return v;
-}
-
-__device__ __forceinline__ void mma16816(float (&c)[4], u32 a0, u32 a1, u32 a2, u32 a3, u32 b0,
-                                         u32 b1) {
-#if GEMV_DTYPE == 0
-  asm("mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, "
-      "{%8, %9}, {%0, %1, %2, %3};"
-      : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
-      : "r"(a0), "r"(a1), "r"(a2), "r"(a3), "r"(b0), "r"(b1));
-#else
-  asm("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, "
-      "{%8, %9}, {%0, %1, %2, %3};"
-      : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
-      : "r"(a0), "r"(a1), "r"(a2), "r"(a3), "r"(b0), "r"(b1));
-#endif
-}
+__device__ __forceinline__ uint4 ld_x(const u16* p) { return ld_nc16(p); }
 
 __device__ __forceinline__ float to_f32(u16 h) {
 #if GEMV_DTYPE == 0
@@ -222,16 +187,6 @@ __device__ __forceinline__ float to_f32(u16 h) {
   asm("cvt.f32.f16 %0, %1;" : "=f"(f) : "h"(h));
   return f;
 #endif
-}
-
-__device__ __forceinline__ u16 from_f32(float f) {
-  u16 h;
-#if GEMV_DTYPE == 0
-  asm("cvt.rn.bf16.f32 %0, %1;" : "=h"(h) : "f"(f));
-#else
-  asm("cvt.rn.f16.f32 %0, %1;" : "=h"(h) : "f"(f));
-#endif
-  return h;
 }
 
 // Position (in 16-byte chunks) of chunk c of stage row r.
