@@ -15,7 +15,7 @@ VARIANTS = ([Variant("staged"), Variant("reread")] + [Variant("cluster", P) for 
             + [Variant("regs", vregs=v) for v in (1, 2, 4)]
             + [Variant("regs", threads=512, vregs=v) for v in (1, 2, 4)])
 H200_SMEM = 232448
-EXPERIMENT_SPILL_BYTES = 16  # the 1024-thread `regs` variants only (see below)
+EXPERIMENT_SPILL_BYTES = 16  # the `regs` variants only (see below)
 
 
 @pytest.mark.parametrize("variant", VARIANTS, ids=lambda v: v.label)
@@ -24,9 +24,10 @@ def test_variant_compiles_without_spills(name, variant):
     source = generate(BUILTIN[name], variant)
     module = compile_module(source, kernel_name(BUILTIN[name], variant), arch="sm_90a")
     usage = module.resources[kernel_name(BUILTIN[name], variant)]
-    if variant.kind == "regs" and variant.threads == 1024:
-        # by name only (the non-cluster set takes regs at 512 threads): rows in registers at 64
-        # registers per thread; NVRTC 13.5 spills 4 B of wvar_bwd's regs_v4 (13.0: none).
+    if variant.kind == "regs":
+        # rows in registers at 64 registers per thread (1024 threads, or 512 at two CTAs per SM);
+        # NVRTC 13.5 spills 4 B (8 B of stack) of wvar_bwd's regs_v4 at both thread counts (13.0:
+        # none). Bounded, not zero; the H200 runs used the device's NVRTC 13.0 build.
         assert usage.spill_store_bytes + usage.spill_load_bytes <= EXPERIMENT_SPILL_BYTES, usage
         assert usage.stack_bytes <= EXPERIMENT_SPILL_BYTES, usage
     else:
