@@ -12,7 +12,7 @@ measurements (docs/reduction.md). ``explain()`` shows the model's terms;
 from __future__ import annotations
 
 from collections.abc import Mapping
-from functools import cache
+from functools import cache, lru_cache
 
 import torch
 
@@ -79,7 +79,7 @@ def model_variant(spec: ReductionSpec, M: int, N: int, profile_name: str) -> Var
     return _table_pick(spec.name, M, N, profile_name)
 
 
-@cache
+@lru_cache(maxsize=4096)
 def _table_pick(name: str, M: int, N: int, profile_name: str) -> Variant | None:
     from smemkit.hw.profile import builtin_profiles
     from smemkit.reduction.cost_model import evaluate
@@ -107,18 +107,18 @@ def variant_from_label(label: str, N: int) -> Variant:
 
 
 @cache
-def _profile_name(device: int) -> str:
-    """The embedded profile of the GPU (the default one when none matches), looked up once."""
-    from smemkit.hw.profile import select_profile
+def _profile_name(device: int) -> str | None:
+    """The embedded profile that describes GPU ``device`` (None when none does), looked up once."""
+    from smemkit.hw.profile import profile_for_gpu_name
 
-    with torch.cuda.device(device):
-        return select_profile(None)[0].name
+    return profile_for_gpu_name(torch.cuda.get_device_name(device))
 
 
-def default_variant(spec: ReductionSpec, M: int, N: int, info) -> Variant:
-    """What an op runs without overrides: the model's pick where the table covers the shape
-    (and it is legal here), else the rule."""
-    picked = model_variant(spec, M, N, _profile_name(torch.cuda.current_device()))
+def default_variant(spec: ReductionSpec, M: int, N: int, info, device: int) -> Variant:
+    """What an op runs on GPU ``device`` without overrides: the model's pick where the table of
+    that GPU's profile covers the shape (and it is legal here), else the rule."""
+    name = _profile_name(device)
+    picked = model_variant(spec, M, N, name) if name else None
     if picked is not None and legality(spec, picked, N, info.smem_per_block_optin,
                                        NON_PORTABLE_CLUSTER_MAX) is None:
         return picked
@@ -131,10 +131,11 @@ def kernel_pays_off(spec: ReductionSpec, M: int, N: int, device: torch.device) -
     stream through one CTA; PyTorch's split reductions do better there)."""
     from smemkit.runtime.device import gpu_info
 
-    info = gpu_info(device.index if device.index is not None else torch.cuda.current_device())
+    index = device.index if device.index is not None else torch.cuda.current_device()
+    info = gpu_info(index)
     if not info.supports_clusters:
         return False
-    chosen = default_variant(spec, M, N, info)
+    chosen = default_variant(spec, M, N, info, index)
     return chosen.kind != "reread" or M >= info.sm_count
 
 
@@ -142,9 +143,10 @@ def resolve_variant(spec: ReductionSpec, M: int, N: int, device: torch.device, v
                     cluster_size: int | None) -> Variant:
     from smemkit.reduction.kernels import require_kernel_support
 
-    info = require_kernel_support(device.index if device.index is not None else torch.cuda.current_device())
+    index = device.index if device.index is not None else torch.cuda.current_device()
+    info = require_kernel_support(index)
     if variant is None and cluster_size is None:
-        return default_variant(spec, M, N, info)
+        return default_variant(spec, M, N, info, index)
     kind = variant or "cluster"
     prefetch = kind.endswith("_pf")  # "staged_pf" / "cluster_pf": persistent, two row buffers
     kind = kind.removesuffix("_pf")
