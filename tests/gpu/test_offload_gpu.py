@@ -205,14 +205,35 @@ def test_ring_path_matches_float64(dtype, n, k, batch, ratio):
             out = poisoned(batch, n, dtype)
             outs.append(split_linear(x, sw, b, out=out, path="ring"))
             assert outs[-1].data_ptr() == out.data_ptr()
-        auto = gemv.linear_path(sw, batch)
-        assert auto == ("cublas" if not sw.host_rows else "ring" if batch > gemv.KERNEL_MAX_ROWS
-                        else auto)  # the rule's choice at <= 8 rows: test_offload_ring.py
-        assert auto in ("cublas", "kernel", "ring")
+        row_bytes = k * 2
+        expected = ("cublas" if not sw.host_rows else "ring" if batch > gemv.KERNEL_MAX_ROWS
+                    else gemv.auto_path(batch, sw.n_hbm * row_bytes, sw.host_rows * row_bytes,
+                                        *gemv._link_rates(torch.cuda.current_device())))
+        assert gemv.linear_path(sw, batch) == expected
         torch.cuda.synchronize()
         assert torch.isfinite(outs[0]).all(), "an output column was not written (still NaN)"
         assert rel_err(outs[0], reference(x, w, b)) < TOL[dtype], sw
         assert torch.equal(outs[0], outs[1])  # the same GEMMs in the same order: bitwise
+
+
+def test_ring_path_on_two_streams_at_once():
+    """Each calling stream has its own ring: interleaved calls on two streams never read each
+    other's slots."""
+    ws = [make(4096, 2048, 96, torch.bfloat16, seed=s)[0] for s in (1, 2)]
+    x = torch.randn(96, 2048, device="cuda", dtype=torch.bfloat16)
+    streams = [torch.cuda.Stream(), torch.cuda.Stream()]
+    with SplitWeight(ws[0], 0.75) as a, SplitWeight(ws[1], 0.75) as b:  # 12 MB host: 2 steps each
+        outs = {0: [], 1: []}
+        for _ in range(4):
+            for i, (sw, stream) in enumerate(zip((a, b), streams, strict=True)):
+                stream.wait_stream(torch.cuda.current_stream())
+                with torch.cuda.stream(stream):
+                    outs[i].append(split_linear(x, sw, path="ring"))
+        torch.cuda.synchronize()
+        for i in (0, 1):
+            ref = reference(x, ws[i])
+            for o in outs[i]:
+                assert rel_err(o, ref) < TOL[torch.bfloat16] and torch.equal(o, outs[i][0])
 
 
 def check_in_a_cuda_graph(lin, ratio, rows, max_batch=64):
@@ -269,6 +290,10 @@ def test_argument_errors_on_the_gpu():
         with pytest.raises(InvalidArgumentError,
                            match=rf"hbm_depth = {gemv.HBM_DEPTH_MAX}( with host_window = \d+)? needs"):
             split_linear(x64, sw, hbm_depth=gemv.HBM_DEPTH_MAX)  # a valid depth whose ring cannot fit
+        with pytest.raises(InvalidArgumentError, match="path='ring' does not run it"):
+            split_linear(x, sw, split_g=2, path="ring")
+        with pytest.raises(InvalidArgumentError, match="path='gemm'; allowed"):
+            split_linear(x, sw, split_g=2, path="gemm")
         with pytest.raises(InvalidArgumentError, match="host_load"):
             split_linear(x, sw, host_load=3)
     with pytest.raises(InvalidArgumentError, match="freed"):

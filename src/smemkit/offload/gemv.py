@@ -602,10 +602,21 @@ def split_linear(x: torch.Tensor, weight: SplitWeight, bias: torch.Tensor | None
     hc, hs = _host_config(host_ctas, host_window, device_index)  # checked on every path
     experiment = ((split_g, split_h, hbm_depth, ctas_per_sm) != (None,) * 4
                   or (host_load, host_stage) != (0, 1))
-    chosen = linear_path(weight, m, "kernel" if experiment else path)
-    if m and chosen == "cublas":
-        y = torch.nn.functional.linear(x, weight.hbm, bias)  # exactly what nn.Linear runs
-        return out.copy_(y) if out is not None else y
+    chosen = linear_path(weight, m, path)
+    if experiment and chosen != "kernel":
+        if path != "auto":
+            raise InvalidArgumentError(f"split_g, split_h, hbm_depth, ctas_per_sm, host_load and host_stage "
+                                       f"configure the split kernel; path={path!r} does not run it")
+        chosen = "kernel"
+    if m and chosen == "cublas":  # what nn.Linear runs (F.linear: addmm / mm)
+        if out is None:
+            return torch.nn.functional.linear(x, weight.hbm, bias)
+        x2, y2 = x.reshape(m, k), out.view(m, n)
+        if bias is None:
+            torch.mm(x2, weight.hbm.t(), out=y2)
+        else:
+            torch.addmm(bias, x2, weight.hbm.t(), out=y2)
+        return out
     y = out if out is not None else torch.empty((*lead, n), dtype=x.dtype, device=x.device)
     if m == 0:
         return y
@@ -667,16 +678,22 @@ def _link_rates(device_index: int) -> tuple[float, float]:
 def linear_path(weight: SplitWeight, rows: int, path: str = "auto") -> str:
     """What ``split_linear`` runs for ``rows`` input rows: ``"cublas"`` (no host rows),
     ``"kernel"`` (split_gemv.cu) or ``"ring"`` (:mod:`.ring_gemm`); ``"auto"`` by
-    :func:`auto_path`, else the path asked for."""
+    :func:`auto_path` (the kernel when a ring slot cannot hold 16 weight rows), else the path
+    asked for. Batches of 9-63 rows were not measured: the ring there is extrapolated from the
+    batch-64 points."""
     if path not in LINEAR_PATHS:
         raise InvalidArgumentError(f"path={path!r}; allowed: {', '.join(LINEAR_PATHS)}")
     if path != "auto":
         return path
     if weight.host_rows == 0:
         return "cublas"
+    from smemkit.offload.ring_gemm import ring_fits
+
+    n, k = weight.shape
+    if not ring_fits(k, weight.dtype.itemsize):
+        return "kernel"
     if rows > KERNEL_MAX_ROWS:
         return "ring"
-    n, k = weight.shape
     row_bytes = k * weight.dtype.itemsize
     return auto_path(rows, weight.n_hbm * row_bytes, weight.host_rows * row_bytes,
                      *_link_rates(weight.device.index))

@@ -10,11 +10,15 @@ once the copy engine has landed the j-th chunk of host rows in ring slot j mod 2
 copy of chunk j+1 runs while step j computes, so with C/F >= r W / B_h per step (r at or below
 the hide threshold C/F x B_h / W) the host reads cost nothing but the ring's extra HBM traffic.
 
-The ring holds 2 x ``RING_SLOT_BYTES`` of HBM per (GPU, dtype) however large the host part:
-offloading still saves the host rows' HBM. Every step writes its own output columns (strided
-views of the row-major output; cuBLAS takes them without a copy), so the result is the same
-bitwise from run to run. Stream order is expressed with events, so the whole call can be captured
-in a CUDA graph (after a first call has allocated the ring).
+The ring holds 2 x ``RING_SLOT_BYTES`` of HBM per (GPU, dtype, calling stream) however large the
+host part: offloading still saves the host rows' HBM. One ring per calling stream, because the
+slots are only ordered against the GEMMs of that stream (calls on two streams would otherwise
+overwrite each other's slots); a lock keeps two threads on one stream from interleaving their
+copies and events. Every step writes its own output columns (strided views of the row-major
+output; cuBLAS takes them without a copy), so the result is the same bitwise from run to run.
+Stream order is expressed with events recorded and waited within the call, so the whole call can
+be captured in a CUDA graph (torch's capture stream gets its own ring, allocated at the first
+capture; replaying one graph on two streams at once shares its ring, like its other buffers).
 
 This is not DAK's direct-access GEMM (host tiles read by the GEMM kernel itself, e.g. by TMA): that
 kernel is not built (docs/offload.md).
@@ -27,6 +31,7 @@ import threading
 
 import torch
 
+from smemkit.errors import InvalidArgumentError
 from smemkit.offload.pinned import TILE_ROWS, SplitWeight
 
 RING_SLOTS = 2
@@ -36,8 +41,8 @@ RING_SLOT_BYTES = 8 << 20
 
 
 class HostRing:
-    """Two HBM slots of ``RING_SLOT_BYTES``, a side stream for the copies, and the events that
-    order them against the GEMMs (per GPU and dtype)."""
+    """Two HBM slots of ``RING_SLOT_BYTES``, a side stream for the copies, the events that order
+    them against the GEMMs, and the lock that keeps one call's enqueues together."""
 
     def __init__(self, device: torch.device, dtype: torch.dtype) -> None:
         elems = RING_SLOT_BYTES // torch.empty((), dtype=dtype).element_size()
@@ -45,22 +50,30 @@ class HostRing:
         self.stream = torch.cuda.Stream(device=device)
         self.ready = [torch.cuda.Event() for _ in range(RING_SLOTS)]  # copy landed
         self.free = [torch.cuda.Event() for _ in range(RING_SLOTS)]  # GEMM done reading
+        self.lock = threading.Lock()
 
     def slot(self, index: int, rows: int, k: int) -> torch.Tensor:
         return self.slots[index][: rows * k].view(rows, k)
 
 
-_RINGS: dict[tuple[int, torch.dtype], HostRing] = {}
+_RINGS: dict[tuple[int, torch.dtype, int], HostRing] = {}
 _LOCK = threading.Lock()
 
 
-def host_ring(device: torch.device, dtype: torch.dtype) -> HostRing:
-    """The ring of this GPU and dtype (allocated on first use)."""
-    key = (device.index, dtype)
+def host_ring(device: torch.device, dtype: torch.dtype, stream: torch.cuda.Stream | None = None) -> HostRing:
+    """The ring of this GPU, dtype and calling stream (default: the current one), allocated on
+    first use."""
+    stream = stream if stream is not None else torch.cuda.current_stream(device)
+    key = (device.index, dtype, stream.cuda_stream)
     with _LOCK:
         if key not in _RINGS:
             _RINGS[key] = HostRing(device, dtype)
         return _RINGS[key]
+
+
+def ring_fits(k: int, elem_bytes: int) -> bool:
+    """Whether one ring slot holds a 16-row tile of the weight (K up to 262,144 at 2 bytes)."""
+    return TILE_ROWS * k * elem_bytes <= RING_SLOT_BYTES
 
 
 def ring_steps(n_hbm: int, host_rows: int, k: int, elem_bytes: int) -> tuple[int, int, int]:
@@ -70,7 +83,10 @@ def ring_steps(n_hbm: int, host_rows: int, k: int, elem_bytes: int) -> tuple[int
     at 28672 x 8192, batch 512, r = 0.05, in the run before this rounding)."""
     if host_rows == 0:
         return 1, 0, n_hbm
-    slot_rows = max(TILE_ROWS, RING_SLOT_BYTES // (k * elem_bytes) // TILE_ROWS * TILE_ROWS)
+    if not ring_fits(k, elem_bytes):
+        raise InvalidArgumentError(f"the ring path needs 16 weight rows per {RING_SLOT_BYTES} B slot; "
+                                   f"K = {k} is too wide (use path='kernel')")
+    slot_rows = RING_SLOT_BYTES // (k * elem_bytes) // TILE_ROWS * TILE_ROWS
     steps = math.ceil(host_rows / slot_rows)
     chunk = min(slot_rows, _tiles(math.ceil(host_rows / steps)))
     return steps, chunk, _tiles(math.ceil(n_hbm / steps))
@@ -84,13 +100,23 @@ def _tiles(rows: int) -> int:
 def ring_linear(x2: torch.Tensor, weight: SplitWeight, bias: torch.Tensor | None, y2: torch.Tensor) -> None:
     """``y2 = x2 @ W.T (+ bias)`` for a 2-D input, W split between HBM and host (module docstring).
     Arguments are already checked by ``split_linear``."""
+    n_hbm, host_rows = weight.n_hbm, weight.host_rows
+    steps, chunk, piece = ring_steps(n_hbm, host_rows, x2.shape[1], x2.element_size())
+    main = torch.cuda.current_stream(x2.device)
+    if not host_rows:
+        _steps(x2, weight, bias, y2, steps, chunk, piece, None, main)
+        return
+    ring = host_ring(x2.device, x2.dtype, main)
+    with ring.lock:
+        ring.stream.wait_stream(main)  # this stream's previous calls are done with the slots
+        _steps(x2, weight, bias, y2, steps, chunk, piece, ring, main)
+
+
+def _steps(x2: torch.Tensor, weight: SplitWeight, bias: torch.Tensor | None, y2: torch.Tensor,
+           steps: int, chunk: int, piece: int, ring: HostRing | None, main: torch.cuda.Stream) -> None:
+    """Enqueue the S steps (module docstring)."""
     k = x2.shape[1]
     n_hbm, host_rows = weight.n_hbm, weight.host_rows
-    steps, chunk, piece = ring_steps(n_hbm, host_rows, k, x2.element_size())
-    main = torch.cuda.current_stream(x2.device)
-    ring = host_ring(x2.device, x2.dtype) if host_rows else None
-    if ring is not None:
-        ring.stream.wait_stream(main)  # the previous call's GEMMs are done with the slots
     for j in range(steps):
         h0, h1 = j * chunk, min(host_rows, (j + 1) * chunk)
         slot = j % RING_SLOTS

@@ -13,9 +13,10 @@ Every term is a time in milliseconds for the whole (M, N) problem:
   other and nothing else on the SM keeps HBM busy in between, whereas the cluster's slices leave
   room for several CTAs per SM whose phases overlap. T_save is then the baseline's time above the
   streaming floor, T_B - M x N x (b_B - b_reread) / B_HBM, and 0 with more than one CTA per SM
-  at once (their phases already overlap; a residency between 1 and 2 means some SMs hold two). This is smemkit's extension: the paper applies Eq. 7 to
-  either baseline, and all its remaining errors were at staged-baseline points; on the H200
-  data of 2026-11-29/30 (42 points) it is right at 39 (docs/reduction.md, "cost model");
+  at once (their phases already overlap; a residency between 1 and 2 means some SMs hold two).
+  This is smemkit's extension: the paper applies Eq. 7 to either baseline, and all its
+  remaining errors were at staged-baseline points; made on the H200 data of 2026-11-29/30 (42
+  points, right at 39), first tested on the run of 2026-11-30: 27/30 (docs/reduction.md);
 - T_ctrl: the excess time of a work-free control kernel with the same grid, P, dynamic shared
   memory and exchanges, over a one-CTA control (measured; see ``control`` variants in codegen);
 - W(M, P) (Eq. 8): sequential cluster waves, ceil(M / resident clusters);

@@ -10,10 +10,10 @@ from smemkit.offload.ring_gemm import RING_SLOT_BYTES, ring_steps
 
 @pytest.mark.parametrize(("n_hbm", "host_rows", "k"), [(14336 - 720, 720, 4096), (0, 14336, 4096),
                                                         (8192, 0, 2048), (16, 16, 64), (100000, 16, 8192),
-                                                        (0, 28672, 8192)])
+                                                        (0, 28672, 8192), (32, 48, 262144)])
 def test_steps_cover_both_tiers_within_one_slot(n_hbm, host_rows, k):
     steps, chunk, piece = ring_steps(n_hbm, host_rows, k, 2)
-    assert steps >= 1 and chunk * k * 2 <= max(RING_SLOT_BYTES, TILE_ROWS * k * 2)
+    assert steps >= 1 and chunk * k * 2 <= RING_SLOT_BYTES
     assert steps * chunk >= host_rows and steps * piece >= n_hbm
     assert chunk % TILE_ROWS == 0 and piece % TILE_ROWS == 0  # aligned output columns
     if host_rows:
@@ -25,15 +25,31 @@ def test_no_host_rows_is_one_hbm_step():
     assert ring_steps(4096, 0, 4096, 2) == (1, 0, 4096)
 
 
+def test_a_row_too_wide_for_a_slot_is_refused_and_auto_takes_the_kernel():
+    from types import SimpleNamespace
+
+    import torch
+
+    from smemkit.errors import InvalidArgumentError
+    from smemkit.offload.gemv import linear_path
+    from smemkit.offload.ring_gemm import ring_fits
+
+    assert ring_fits(262144, 2) and not ring_fits(262145, 2)
+    with pytest.raises(InvalidArgumentError, match="K = 262152 is too wide"):
+        ring_steps(16, 16, 262152, 2)
+    wide = SimpleNamespace(host_rows=16, n_hbm=16, shape=(32, 262152), dtype=torch.bfloat16)
+    assert linear_path(wide, 512) == "kernel"
+
+
 def test_auto_path_against_hand_computed_times():
     from smemkit.offload.gemv import auto_path
 
     b_g, b_h = 4.0e12, 50e9
-    # host 5 MB: 100 us; HBM 100 MB: 25 us. kernel max(109, 32.5) = 109 < ring max(125, 25) = 125
+    # host 5 MB: 100 us; HBM 100 MB: 25 us. kernel max(109, 35) = 109 < ring max(125, 25) = 125
     assert auto_path(1, 100_000_000, 5_000_000, b_g, b_h) == "kernel"
     # host 30 MB: 600 us. kernel 654 > ring 625
     assert auto_path(8, 100_000_000, 30_000_000, b_g, b_h) == "ring"
-    # host 5 MB (100 us), HBM 500 MB (125 us): kernel max(109, 162.5) > ring max(125, 125)
+    # host 5 MB (100 us), HBM 500 MB (125 us): kernel max(109, 175) > ring max(125, 125)
     assert auto_path(1, 500_000_000, 5_000_000, b_g, b_h) == "ring"
     assert auto_path(9, 100_000_000, 5_000_000, b_g, b_h) == "ring"  # past 8 rows: always the ring
     assert auto_path(64, 100_000_000, 0, b_g, b_h) == "cublas"
