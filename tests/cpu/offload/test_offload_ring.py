@@ -58,10 +58,13 @@ def test_auto_path_against_hand_computed_times():
 def test_linear_path_forced_and_bad_values():
     from types import SimpleNamespace
 
+    import torch
+
     from smemkit.errors import InvalidArgumentError
     from smemkit.offload.gemv import KERNEL_MAX_ROWS, linear_path
 
-    split, all_hbm = SimpleNamespace(host_rows=32), SimpleNamespace(host_rows=0)
+    split = SimpleNamespace(host_rows=32, n_hbm=32, shape=(64, 4096), dtype=torch.bfloat16)
+    all_hbm = SimpleNamespace(host_rows=0)
     assert linear_path(all_hbm, 1) == "cublas" and linear_path(all_hbm, 1000) == "cublas"
     assert linear_path(split, KERNEL_MAX_ROWS + 1) == "ring"
     assert linear_path(all_hbm, 8, "kernel") == "kernel" and linear_path(split, 8, "ring") == "ring"
