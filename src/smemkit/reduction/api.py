@@ -26,17 +26,18 @@ from smemkit.runtime.device import NON_PORTABLE_CLUSTER_MAX
 
 # Slices at or below this many bytes of shared memory per CTA leave room for three CTAs per SM.
 PREFERRED_SLICE_BYTES = 72 * 1024
-# The regs variant the non-cluster set includes: 512 threads (the 1024-thread build never won).
-REGS_THREADS = 512
+# The regs builds the non-cluster set includes: 256 threads (rows up to 4K) and 512 (up to 8K);
+# the 1024-thread build never won.
+REGS_THREADS = (256, 512)
 # Kinds selectable by name with another thread count ("reread_l2_t512", "regs_t512").
 THREADED = ("reread_l2", "regs")
 
 
 def non_cluster_variants(spec: ReductionSpec, N: int, smem_limit: int) -> list[Variant]:
     """The non-cluster kernels legal at width N: staged, reread, reread_l2 at 1024 and 512
-    threads, and regs at 512 threads when the row fits its registers."""
+    threads, and regs at 256 and 512 threads when the row fits their registers."""
     candidates = [Variant("staged"), Variant("reread"), Variant("reread_l2"),
-                  Variant("reread_l2", threads=512), regs_variant(N, REGS_THREADS)]
+                  Variant("reread_l2", threads=512), *(regs_variant(N, t) for t in REGS_THREADS)]
     return [v for v in candidates if legality(spec, v, N, smem_limit, 1) is None]
 
 
@@ -155,7 +156,7 @@ def resolve_variant(spec: ReductionSpec, M: int, N: int, device: torch.device, v
     if base in THREADED and suffix in ("256", "512", "1024"):
         kind, threads = base, int(suffix)
     if kind not in VARIANTS or (prefetch and kind not in ("staged", "cluster")):
-        allowed = [*VARIANTS, "staged_pf", "cluster_pf", "reread_l2_t512", "regs_t512"]
+        allowed = [*VARIANTS, "staged_pf", "cluster_pf", "reread_l2_t512", "regs_t512", "regs_t256"]
         raise InvalidArgumentError(f"variant {variant!r}; allowed: {', '.join(allowed)}")
     if kind in THREADED and cluster_size not in (None, 1):
         raise InvalidArgumentError(f"cluster_size={cluster_size} only applies to variant='cluster'")

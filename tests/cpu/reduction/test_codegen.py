@@ -13,7 +13,7 @@ VARIANTS = ([Variant("staged"), Variant("reread")] + [Variant("cluster", P) for 
             # the L2-capped persistent re-read kernel and the register-resident row (opt-in)
             + [Variant("reread_l2"), Variant("reread_l2", threads=512)]
             + [Variant("regs", vregs=v) for v in (1, 2, 4)]
-            + [Variant("regs", threads=512, vregs=v) for v in (1, 2, 4)])
+            + [Variant("regs", threads=t, vregs=v) for t in (256, 512) for v in (1, 2, 4)])
 H200_SMEM = 232448
 EXPERIMENT_SPILL_BYTES = 16  # the `regs` variants only (see below)
 
