@@ -168,11 +168,7 @@ __device__ __forceinline__ uint4 ld_weight_host(const u16* p) {
 #elif HOST_LOAD == 1
   return ld_once16(p);
 #else
-  uint4 v;
-  asm volatile("ld.global.v4.u32 {%0, %1, %2, %3}, [%4];"
-               : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w)
-               : "l"(p));
-  return v;
+  return ld_plain16(p);
 #endif
 }
 

@@ -17,33 +17,25 @@ namespace smemkit {
 
 __device__ __forceinline__ uint4 zero4() { return make_uint4(0u, 0u, 0u, 0u); }
 
-// 16 bytes through the read-only path, cached in L1 (small operands every warp re-reads).
-__device__ __forceinline__ uint4 ld_nc16(const u16* p) {
-  uint4 v;
-  asm volatile("ld.global.nc.v4.u32 {%0, %1, %2, %3}, [%4];"
-               : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w)
-               : "l"(p));
-  return v;
-}
-
-// 16 bytes streamed (evict-first): host rows through the mapped pointer of pinned memory, the
-// load `smemkit probe` measured at 51 GB/s.
-__device__ __forceinline__ uint4 ld_cs16(const u16* p) {
-  uint4 v;
-  asm volatile("ld.global.cs.v4.u32 {%0, %1, %2, %3}, [%4];"
-               : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w)
-               : "l"(p));
-  return v;
-}
-
-// 16 bytes read once: read-only path, no L1 allocation.
-__device__ __forceinline__ uint4 ld_once16(const u16* p) {
-  uint4 v;
-  asm volatile("ld.global.nc.L1::no_allocate.v4.u32 {%0, %1, %2, %3}, [%4];"
-               : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w)
-               : "l"(p));
-  return v;
-}
+// 16-byte loads that differ only in their cache operator (the PTX instruction spelled out).
+#define SMEMKIT_LOAD16(name, instruction)                                        \
+  __device__ __forceinline__ uint4 name(const u16* p) {                          \
+    uint4 v;                                                                      \
+    asm volatile(instruction " {%0, %1, %2, %3}, [%4];"                           \
+                 : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w)                     \
+                 : "l"(p));                                                       \
+    return v;                                                                     \
+  }
+// Through the read-only path, cached in L1 (small operands every warp re-reads).
+SMEMKIT_LOAD16(ld_nc16, "ld.global.nc.v4.u32")
+// Streamed (evict-first): host rows through the mapped pointer of pinned memory, the load
+// `smemkit probe` measured at 51 GB/s.
+SMEMKIT_LOAD16(ld_cs16, "ld.global.cs.v4.u32")
+// Read once: read-only path, no L1 allocation.
+SMEMKIT_LOAD16(ld_once16, "ld.global.nc.L1::no_allocate.v4.u32")
+// Plain (the split GEMV's host_load = 2 experiment).
+SMEMKIT_LOAD16(ld_plain16, "ld.global.v4.u32")
+#undef SMEMKIT_LOAD16
 
 // Partials written by other CTAs: read at L2 (never a stale L1 line).
 __device__ __forceinline__ float ld_partial(const float* p) {
