@@ -44,6 +44,17 @@ def test_advise_on_the_paper_h100_without_gpu(capsys):
     out = capsys.readouterr().out
     assert "T_save" in out and "verdict: use the cluster kernel" in out
     assert "measured: CREDIT repository" in out and "crossover" in out
+    assert "non-cluster baseline: T_B = " in out and "(reread)" in out
+
+
+def test_advise_names_the_h200_baseline_kernel(capsys):
+    from smemkit.reduction.tables import h200_smemkit
+
+    point = next(p for p in h200_smemkit() if (p.workload, p.shape.N) == ("softmax_bwd", 16384))
+    assert main(["advise", "softmax_bwd", "--rows", str(point.shape.M), "--width", "16384",
+                 "--profile", "h200"]) == 0
+    out = " ".join(capsys.readouterr().out.split())
+    assert f"T_B = {point.measured.baseline_ms:.4f} ms ({point.measured.baseline_variant}, " in out
 
 
 def test_advise_user_spec_file_is_estimated(capsys):

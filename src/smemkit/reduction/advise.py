@@ -46,6 +46,7 @@ class Explanation:
     crossover: int | None
     crossover_widths: tuple[int, ...]
     rejected: str | None = None
+    measured: Measured | None = None  # the model's inputs at (M, N): T_B, its kernel, T_ctrl
 
 
 def load_spec(name_or_path: str) -> ReductionSpec:
@@ -111,4 +112,5 @@ def explain(workload: str | ReductionSpec, M: int, N: int, profile: str | Device
     for width in widths:
         s, m, _ = inputs_at(spec, M, width, prof)
         verdicts[width] = evaluate(s, prof, m)
-    return Explanation(spec.name, M, N, prof, verdict, source, crossover(verdicts), widths)
+    return Explanation(spec.name, M, N, prof, verdict, source, crossover(verdicts), widths,
+                       measured=measured)
