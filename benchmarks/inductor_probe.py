@@ -19,7 +19,8 @@ from smemkit.reduction.eager import EAGER
 from smemkit.reduction.workloads import example_inputs
 from smemkit.runtime.timing import time_gpu
 
-POINTS = (("lars", 4096, 16384, ("reread_l2", "cluster")), ("layernorm_bwd", 2048, 4096, ("staged", "regs_t256")),
+POINTS = (("lars", 4096, 16384, ("reread_l2", "cluster")),
+          ("layernorm_bwd", 2048, 4096, ("staged", "regs_t256")),
           ("lars", 4096, 4096, ("staged", "regs_t256")))
 
 
@@ -35,7 +36,8 @@ def main(out: Path) -> None:
         record = {"compile_ms": timed(lambda f=compiled, t=tensors, s=scalars: f(t, s))}
         for v in ours:
             kw = {"variant": v, "cluster_size": 4} if v == "cluster" else {"variant": v}
-            record[f"{v}_ms"] = timed(lambda t=tensors, s=scalars, kw=kw: run(BUILTIN[name], t, s, **kw))
+            spec = BUILTIN[name]
+            record[f"{v}_ms"] = timed(lambda spec=spec, t=tensors, s=scalars, kw=kw: run(spec, t, s, **kw))
         results[f"{name}_{M}x{N}"] = record
         print(name, M, N, record, flush=True)
     (out / "inductor_times.json").write_text(json.dumps(results, indent=1) + "\n")
