@@ -3,9 +3,10 @@
 The planner (issue 5): the per-operation cost model, model descriptions, and the greedy / uniform /
 oracle offload-ratio planners (pure Python). The host-memory and kernel side: exact-size pinned
 allocations (``PinnedBuffer``), weights split by output rows between HBM and pinned host memory
-(``SplitWeight``), the split GEMV / skinny GEMM for decode (``split_linear``, ``OffloadedLinear``),
-the split decode attention over a KV cache split by sequences (``SplitKVCache``,
-``split_decode_attention``; not yet run on a GPU) and the congestion probe that picks how many
+(``SplitWeight``), the split linear (``split_linear``, ``OffloadedLinear``: cuBLAS, the split
+GEMV kernel or the copy-engine ring path, by a measured rule), the split decode attention over a
+KV cache split by sequences (``SplitKVCache``, ``split_decode_attention``) and the congestion
+probe that picks how many
 CTAs read host memory with how many bytes in flight
 (``run_congestion_probe``, ``choose_window``). The GPU pieces import torch and the CUDA runtime
 lazily (``smemkit.offload.X`` imports them on first use), so the planner stays torch-free.

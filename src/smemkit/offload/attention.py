@@ -1,8 +1,10 @@
 """Split decode attention (``split_attention.cu``): a KV cache split along the batch between HBM
 and pinned host memory, read by one flash-decoding kernel (DAK; issue 5 item 3).
 
-Written and checked on the CPU (compiles for sm_90a without spills; planner and argument checks
-tested); **not yet run on a GPU**.
+Compiles for sm_90a without spills; planner and argument checks tested on the CPU, correctness,
+determinism and CUDA-graph capture on the H200 (``tests/gpu/test_offload_attention_gpu.py``);
+timings in ``benchmarks/results/h200/offload_attention.json`` (docs/offload.md). An all-HBM
+cache without ``lengths`` runs torch's SDPA instead (:func:`uses_sdpa`).
 
 ``split_decode_attention(q, cache, lengths)`` computes, for one query token per sequence,
 ``o[b, h] = softmax(scale * q[b, h] . K[b, h // G]^T) . V[b, h // G]`` over the first
