@@ -650,18 +650,27 @@ KERNEL_HOST_FACTOR = 1.09
 RING_COPY_OVERHEAD_S = 25e-6
 
 
+def path_times(hbm_bytes: int, host_bytes: int, hbm_bytes_per_s: float,
+               host_bytes_per_s: float) -> dict[str, float]:
+    """Seconds the rule's model gives each path for a memory-bound split (no compute term):
+    the ideal max(h, g), the kernel max(1.09 h, 1.4 g) and the ring max(h + 25 us, g), where h and
+    g are the host and HBM bytes at B_h and B_g (constants above)."""
+    t_host, t_hbm = host_bytes / host_bytes_per_s, hbm_bytes / hbm_bytes_per_s
+    return {"ideal": max(t_host, t_hbm),
+            "kernel": max(KERNEL_HOST_FACTOR * t_host, KERNEL_HBM_SLOWDOWN * t_hbm),
+            "ring": max(t_host + RING_COPY_OVERHEAD_S, t_hbm)}
+
+
 def auto_path(rows: int, hbm_bytes: int, host_bytes: int, hbm_bytes_per_s: float,
               host_bytes_per_s: float) -> str:
     """The faster of the split kernel and the ring path by the measured model above ("cublas"
-    without host bytes)."""
+    without host bytes; the ring past KERNEL_MAX_ROWS rows, where it was measured faster)."""
     if host_bytes == 0:
         return "cublas"
     if rows > KERNEL_MAX_ROWS:
         return "ring"
-    t_host, t_hbm = host_bytes / host_bytes_per_s, hbm_bytes / hbm_bytes_per_s
-    kernel = max(KERNEL_HOST_FACTOR * t_host, KERNEL_HBM_SLOWDOWN * t_hbm)
-    ring = max(t_host + RING_COPY_OVERHEAD_S, t_hbm)
-    return "kernel" if kernel <= ring else "ring"
+    times = path_times(hbm_bytes, host_bytes, hbm_bytes_per_s, host_bytes_per_s)
+    return "kernel" if times["kernel"] <= times["ring"] else "ring"
 
 
 @cache
@@ -680,7 +689,7 @@ def linear_path(weight: SplitWeight, rows: int, path: str = "auto") -> str:
     ``"kernel"`` (split_gemv.cu) or ``"ring"`` (:mod:`.ring_gemm`); ``"auto"`` by
     :func:`auto_path` (the kernel when a ring slot cannot hold 16 weight rows), else the path
     asked for. Past 8 rows the ring was the faster at 28 of 32 points of batch 16 and 32
-    (``offload_ops_batch16_32.json``; the four others at most 7 % slower) and at all of batch 64."""
+    (``offload_ops_batch16_32.json``; the four others at most 7 % slower) and at all 28 of batch 64."""
     if path not in LINEAR_PATHS:
         raise InvalidArgumentError(f"path={path!r}; allowed: {', '.join(LINEAR_PATHS)}")
     if path != "auto":

@@ -66,3 +66,34 @@ def test_bad_arguments_are_invalid_argument_errors(extra, word):
 def test_offload_needs_an_action():
     with pytest.raises(SystemExit):
         invoke(["offload"])
+
+
+@pytest.mark.parametrize(("shape", "batch", "ratio", "path"), [
+    ("4096x14336", 1, 0.05, "kernel"),     # small host part, HBM part short: the kernel
+    ("28672x8192", 8, 0.0128, "ring"),     # HBM part long: the kernel's slower HBM stream loses
+    ("4096x14336", 64, 0.1, "ring"),       # past 8 rows: the ring
+    ("4096x14336", 8, 0.0, "cublas"),      # nothing offloaded
+])
+def test_path_names_the_rule_choice_and_its_times(capsys, monkeypatch, shape, batch, ratio, path):
+    from smemkit.hw.profile import builtin_profiles
+    from smemkit.offload.costmodel import hardware_from_profile
+    from smemkit.offload.gemv import path_times
+    from smemkit.offload.pinned import host_rows_for_ratio
+
+    monkeypatch.setenv("COLUMNS", "200")
+    assert invoke(["offload", "path", "--shape", shape, "--batch", str(batch), "--ratio", str(ratio),
+                   "--profile", "h200"]) == 0
+    out = capsys.readouterr().out
+    assert f"path: {path}" in out
+    if path != "cublas":
+        n, k = (int(v) for v in shape.split("x"))
+        h = host_rows_for_ratio(n, ratio)
+        hw = hardware_from_profile(builtin_profiles()["h200_sxm"])
+        times = path_times((n - h) * k * 2, h * k * 2, hw.hbm_bytes_per_s, hw.host_bytes_per_s)
+        assert f"ring    {times['ring'] * 1e3:8.3f} ms" in out
+        assert ("kernel  " in out) is (batch <= 8)
+
+
+def test_path_bad_shape_is_a_clear_error():
+    with pytest.raises(InvalidArgumentError, match="expected N_outxK"):
+        invoke(["offload", "path", "--shape", "4096y", "--batch", "1", "--ratio", "0.1"])
