@@ -236,6 +236,19 @@ def test_ring_path_on_two_streams_at_once():
                 assert rel_err(o, ref) < TOL[torch.bfloat16] and torch.equal(o, outs[i][0])
 
 
+def test_free_rings_releases_the_slots():
+    from smemkit.offload.ring_gemm import RING_SLOT_BYTES, free_rings
+
+    w, x, _ = make(1024, 2048, 96, torch.bfloat16)
+    with SplitWeight(w, 0.5) as sw:
+        first = split_linear(x, sw, path="ring")
+        torch.cuda.synchronize()
+        before = torch.cuda.memory_allocated()
+        assert free_rings() >= 1
+        assert torch.cuda.memory_allocated() <= before - 2 * RING_SLOT_BYTES
+        assert torch.equal(split_linear(x, sw, path="ring"), first)  # allocated again on demand
+
+
 def check_in_a_cuda_graph(lin, ratio, rows, max_batch=64):
     """Build an OffloadedLinear, capture its forward on ``rows`` inputs (after warm-up on a side
     stream), replay it on fresh inputs: equal to eager, close to float64."""

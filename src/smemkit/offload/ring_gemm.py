@@ -71,6 +71,18 @@ def host_ring(device: torch.device, dtype: torch.dtype, stream: torch.cuda.Strea
         return _RINGS[key]
 
 
+def free_rings() -> int:
+    """Release every ring (after synchronizing the devices they live on); returns how many. The
+    next ring-path call allocates again (outside a CUDA-graph capture, or inside it: then from the
+    graph's pool)."""
+    with _LOCK:
+        for device in {key[0] for key in _RINGS}:
+            torch.cuda.synchronize(device)
+        count = len(_RINGS)
+        _RINGS.clear()
+    return count
+
+
 def ring_fits(k: int, elem_bytes: int) -> bool:
     """Whether one ring slot holds a 16-row tile of the weight (K up to 262,144 at 2 bytes)."""
     return TILE_ROWS * k * elem_bytes <= RING_SLOT_BYTES
