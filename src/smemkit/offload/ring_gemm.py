@@ -73,8 +73,8 @@ def host_ring(device: torch.device, dtype: torch.dtype, stream: torch.cuda.Strea
 
 def free_rings() -> int:
     """Release every ring (after synchronizing the devices they live on); returns how many. The
-    next ring-path call allocates again (outside a CUDA-graph capture, or inside it: then from the
-    graph's pool)."""
+    next ring-path call allocates again. Not while a CUDA graph that ran the ring path may still
+    be replayed: like any buffer a graph captured, its slots must outlive it."""
     with _LOCK:
         for device in {key[0] for key in _RINGS}:
             torch.cuda.synchronize(device)
