@@ -13,9 +13,10 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 CLUSTER_BAR, CLUSTER_BAR_64K = 3.6, 3.75
 METHODS = ("eager", "compile", "compile_max", "triton", "staged", "staged_pf", "reread", "reread_l2",
-           "reread_l2_t512", "regs", "regs_t512", "cluster", "cluster_pf")
+           "reread_l2_t512", "regs", "regs_t512", "regs_t256", "cluster", "cluster_pf")
 CLUSTER = ("cluster", "cluster_pf")
-NON_CLUSTER = ("staged", "staged_pf", "reread", "reread_l2", "reread_l2_t512", "regs", "regs_t512")
+NON_CLUSTER = ("staged", "staged_pf", "reread", "reread_l2", "reread_l2_t512", "regs", "regs_t512",
+               "regs_t256")
 
 
 def label(r: dict) -> str:
