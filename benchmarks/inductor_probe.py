@@ -2,8 +2,9 @@
 
     TORCH_LOGS=output_code TORCHINDUCTOR_CACHE_DIR=DIR python benchmarks/inductor_probe.py OUT_DIR
 
-Times torch.compile (default) next to smemkit's best non-cluster kernels at lars 4096 x 16384 and
-4096 x 4096 and layernorm_bwd 2048 x 4096 (CUDA-graph replays, L2 flushed, median of 30) and
+Times torch.compile (default) next to smemkit's best non-cluster kernels (and, at lars
+4096 x 16384, the cluster kernel at P = 4) at lars 4096 x 16384 and 4096 x 4096 and layernorm_bwd
+2048 x 4096 (CUDA-graph replays, L2 flushed, median of 30) and
 writes OUT_DIR/inductor_times.json; with the environment above, Inductor's Triton source lands in
 DIR to be read (docs/status.md says what it showed).
 """

@@ -41,7 +41,8 @@ def run(args: argparse.Namespace) -> int:
     console.print(f"inputs: {e.inputs}")
     m = e.measured
     per_sm = "" if m.baseline_ctas_per_sm is None else f", {m.baseline_ctas_per_sm:.2f} CTAs per SM at once"
-    console.print(f"non-cluster baseline: T_B = {m.baseline_ms:.4f} ms ({m.baseline_variant}{per_sm})")
+    how = m.baseline_variant if e.inputs.startswith("measured") else "estimated at HBM bandwidth"
+    console.print(f"non-cluster baseline: T_B = {m.baseline_ms:.4f} ms ({how}{per_sm})")
     best = e.verdict.best
     if e.verdict.profitable:
         console.print(f"[bold]verdict: use the cluster kernel with P = {best.P}[/bold] "

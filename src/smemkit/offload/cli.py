@@ -64,6 +64,7 @@ def run_path(args: argparse.Namespace, console: Console | None = None) -> int:
     from smemkit.hw.profile import select_profile
     from smemkit.offload.gemv import KERNEL_MAX_ROWS, auto_path, path_times
     from smemkit.offload.pinned import host_rows_for_ratio
+    from smemkit.offload.ring_gemm import ring_fits
 
     console = console or Console()
     try:
@@ -76,7 +77,7 @@ def run_path(args: argparse.Namespace, console: Console | None = None) -> int:
     profile, reason = select_profile(args.profile)
     hw = hardware_from_profile(profile)
     host_bytes, hbm_bytes = host_rows * k * 2, (n_out - host_rows) * k * 2
-    chosen = auto_path(args.batch, hbm_bytes, host_bytes, hw.hbm_bytes_per_s, hw.host_bytes_per_s)
+    chosen = auto_path(args.batch, hbm_bytes, host_bytes, hw.hbm_bytes_per_s, hw.host_bytes_per_s, k=k)
     times = path_times(hbm_bytes, host_bytes, hw.hbm_bytes_per_s, hw.host_bytes_per_s)
     console.print(f"[bold]split_linear path[/bold]  {n_out}x{k} bf16, batch {args.batch}, ratio "
                   f"{args.ratio} -> {host_rows} host rows ({host_bytes / 2**20:.1f} MiB), profile "
@@ -85,12 +86,16 @@ def run_path(args: argparse.Namespace, console: Console | None = None) -> int:
         console.print("  path: cublas (no host rows: the plain all-HBM product)")
         return 0
     large = args.batch > KERNEL_MAX_ROWS
+    if not ring_fits(k, 2):
+        console.print(f"  path: kernel (K = {k}: a ring slot cannot hold 16 weight rows)")
+        return 0
     why = (f"more than {KERNEL_MAX_ROWS} rows: the ring measured faster at 56 of 60 points of batch "
            "16, 32 and 64" if large else "the faster by the model below")
     console.print(f"  path: {chosen} ({why})")
     for name in ("ideal", "ring") if large else ("ideal", "kernel", "ring"):
         console.print(f"  {name:7s} {times[name] * 1e3:8.3f} ms")
-    console.print("  (memory-bound terms only; the constants are fitted to the H200 runs of 2026-11-30)")
+    console.print(f"  (memory-bound terms only: B_g, B_h from profile {profile.name}; the slowdown "
+                  "factors fitted to the H200 runs of 2026-11-30)")
     return 0
 
 

@@ -16,8 +16,9 @@ tier gets the same number of units (no wave-quantization tail) at the least mode
 
 :class:`OffloadedLinear` is a drop-in for ``nn.Linear`` (bias supported) holding its weight as a
 ``SplitWeight``. Its forward allocates only the output: the kernels are loaded, the split-K
-workspace reserved and the ring path's slots allocated when the module is built, so the forward
-can be captured in a CUDA graph.
+workspace reserved and the ring path's slots for the current stream allocated when the module is
+built (a CUDA-graph capture, on torch's capture stream, allocates that stream's ring at its first
+capture, from the graph's pool), so the forward can be captured in a CUDA graph.
 """
 
 from __future__ import annotations
@@ -642,8 +643,9 @@ LINEAR_PATHS = ("auto", "kernel", "ring")
 # KERNEL_HBM_SLOWDOWN x slower than cuBLAS (r = 0: 1.15-1.47x; 1.4 rather than the median 1.3
 # because its HBM rows slow further while host CTAs run: at 1.3 the rule chose the kernel at
 # 8192 x 28672, r*, where it was 1.33x slower, in both runs) and its host rows at
-# KERNEL_HOST_FACTOR x the copy-engine time (r = 1: 1.08-1.09x), while each ring copy paid about
-# RING_COPY_OVERHEAD_S on top (r = 0.05, one 5.9 MB copy: 19-30 us).
+# KERNEL_HOST_FACTOR x the copy-engine time (r = 1: 1.08-1.09x), while the ring paid about
+# RING_COPY_OVERHEAD_S on top of its copy time (r = 0.05, one 5.9 MB copy: 19-30 us). The model
+# adds it once: where the rule weighs the two paths (<= 8 rows) a small host part is one copy.
 KERNEL_MAX_ROWS = 8
 KERNEL_HBM_SLOWDOWN = 1.4
 KERNEL_HOST_FACTOR = 1.09
@@ -661,14 +663,27 @@ def path_times(hbm_bytes: int, host_bytes: int, hbm_bytes_per_s: float,
             "ring": max(t_host + RING_COPY_OVERHEAD_S, t_hbm)}
 
 
-def auto_path(rows: int, hbm_bytes: int, host_bytes: int, hbm_bytes_per_s: float,
-              host_bytes_per_s: float) -> str:
-    """The faster of the split kernel and the ring path by the measured model above ("cublas"
-    without host bytes; the ring past KERNEL_MAX_ROWS rows, where it was measured faster)."""
+def fixed_path(rows: int, host_bytes: int, k: int | None = None, elem_bytes: int = 2) -> str | None:
+    """The path the shape alone decides, or None when the model must weigh kernel and ring:
+    "cublas" without host bytes, the kernel when a ring slot cannot hold 16 weight rows of width
+    ``k`` (when given), the ring past KERNEL_MAX_ROWS rows (measured faster there)."""
     if host_bytes == 0:
         return "cublas"
-    if rows > KERNEL_MAX_ROWS:
-        return "ring"
+    if k is not None:
+        from smemkit.offload.ring_gemm import ring_fits
+
+        if not ring_fits(k, elem_bytes):
+            return "kernel"
+    return "ring" if rows > KERNEL_MAX_ROWS else None
+
+
+def auto_path(rows: int, hbm_bytes: int, host_bytes: int, hbm_bytes_per_s: float,
+              host_bytes_per_s: float, k: int | None = None, elem_bytes: int = 2) -> str:
+    """The path ``split_linear(path="auto")`` takes: :func:`fixed_path`, else the faster of the
+    kernel and the ring by the measured model above."""
+    fixed = fixed_path(rows, host_bytes, k, elem_bytes)
+    if fixed is not None:
+        return fixed
     times = path_times(hbm_bytes, host_bytes, hbm_bytes_per_s, host_bytes_per_s)
     return "kernel" if times["kernel"] <= times["ring"] else "ring"
 
@@ -694,18 +709,13 @@ def linear_path(weight: SplitWeight, rows: int, path: str = "auto") -> str:
         raise InvalidArgumentError(f"path={path!r}; allowed: {', '.join(LINEAR_PATHS)}")
     if path != "auto":
         return path
-    if weight.host_rows == 0:
-        return "cublas"
-    from smemkit.offload.ring_gemm import ring_fits
-
     n, k = weight.shape
-    if not ring_fits(k, weight.dtype.itemsize):
-        return "kernel"
-    if rows > KERNEL_MAX_ROWS:
-        return "ring"
-    row_bytes = k * weight.dtype.itemsize
-    return auto_path(rows, weight.n_hbm * row_bytes, weight.host_rows * row_bytes,
-                     *_link_rates(weight.device.index))
+    elem = weight.dtype.itemsize
+    fixed = fixed_path(rows, weight.host_rows * k * elem, k, elem)
+    if fixed is not None:  # the link rates (the GPU's profile) are looked up only when needed
+        return fixed
+    return auto_path(rows, weight.n_hbm * k * elem, weight.host_rows * k * elem,
+                     *_link_rates(weight.device.index), k=k, elem_bytes=elem)
 
 
 def _launch(x: torch.Tensor, y: torch.Tensor, w: SplitWeight, bias: torch.Tensor | None, host_ctas: int,
@@ -780,7 +790,7 @@ class OffloadedLinear(nn.Module):
         if w.host_rows:
             from smemkit.offload.ring_gemm import host_ring
 
-            host_ring(w.device, w.dtype)  # the ring path's slots, allocated before any capture
+            host_ring(w.device, w.dtype)  # the current stream's ring (captures allocate their own)
 
     @classmethod
     def from_linear(cls, linear: nn.Linear, ratio: float, *, device: int | torch.device | None = None,

@@ -17,8 +17,10 @@ overwrite each other's slots); a lock keeps two threads on one stream from inter
 copies and events. Every step writes its own output columns (strided views of the row-major
 output; cuBLAS takes them without a copy), so the result is the same bitwise from run to run.
 Stream order is expressed with events recorded and waited within the call, so the whole call can
-be captured in a CUDA graph (torch's capture stream gets its own ring, allocated at the first
-capture; replaying one graph on two streams at once shares its ring, like its other buffers).
+be captured in a CUDA graph. torch's capture stream gets its own ring, allocated at the first
+capture; since ``torch.cuda.graph`` captures every graph on one default stream, all graphs
+captured that way share that ring: replay them one at a time (or on one stream), not
+concurrently on different streams.
 
 This is not DAK's direct-access GEMM (host tiles read by the GEMM kernel itself, e.g. by TMA): that
 kernel is not built (docs/offload.md).
@@ -72,9 +74,11 @@ def host_ring(device: torch.device, dtype: torch.dtype, stream: torch.cuda.Strea
 
 
 def free_rings() -> int:
-    """Release every ring (after synchronizing the devices they live on); returns how many. The
-    next ring-path call allocates again. Not while a CUDA graph that ran the ring path may still
-    be replayed: like any buffer a graph captured, its slots must outlive it."""
+    """Drop every ring (after synchronizing the devices they live on); returns how many. Its
+    memory goes back to torch once no call still holds it (one running on another thread keeps
+    its ring until it returns); the next ring-path call allocates again (inside a capture: from
+    that graph's pool). Not while a CUDA graph that ran the ring path may still be replayed: like
+    any buffer a graph captured, its slots must outlive it."""
     with _LOCK:
         for device in {key[0] for key in _RINGS}:
             torch.cuda.synchronize(device)

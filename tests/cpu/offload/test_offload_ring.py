@@ -39,6 +39,10 @@ def test_a_row_too_wide_for_a_slot_is_refused_and_auto_takes_the_kernel():
         ring_steps(16, 16, 262152, 2)
     wide = SimpleNamespace(host_rows=16, n_hbm=16, shape=(32, 262152), dtype=torch.bfloat16)
     assert linear_path(wide, 512) == "kernel"
+    from smemkit.offload.gemv import auto_path
+
+    assert auto_path(512, 1, 1, 1.0, 1.0, k=262152) == "kernel"
+    assert auto_path(512, 1, 1, 1.0, 1.0, k=262144) == "ring"
 
 
 def test_auto_path_against_hand_computed_times():
@@ -64,7 +68,7 @@ def test_linear_path_forced_and_bad_values():
     from smemkit.offload.gemv import KERNEL_MAX_ROWS, linear_path
 
     split = SimpleNamespace(host_rows=32, n_hbm=32, shape=(64, 4096), dtype=torch.bfloat16)
-    all_hbm = SimpleNamespace(host_rows=0)
+    all_hbm = SimpleNamespace(host_rows=0, n_hbm=64, shape=(64, 4096), dtype=torch.bfloat16)
     assert linear_path(all_hbm, 1) == "cublas" and linear_path(all_hbm, 1000) == "cublas"
     assert linear_path(split, KERNEL_MAX_ROWS + 1) == "ring"
     assert linear_path(all_hbm, 8, "kernel") == "kernel" and linear_path(split, 8, "ring") == "ring"
