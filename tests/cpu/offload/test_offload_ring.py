@@ -3,6 +3,8 @@
 import math
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from smemkit.offload.pinned import TILE_ROWS
 from smemkit.offload.ring_gemm import RING_SLOT_BYTES, ring_steps
@@ -74,3 +76,14 @@ def test_linear_path_forced_and_bad_values():
     assert linear_path(all_hbm, 8, "kernel") == "kernel" and linear_path(split, 8, "ring") == "ring"
     with pytest.raises(InvalidArgumentError, match="path='gemm'; allowed: auto, kernel, ring"):
         linear_path(split, 8, "gemm")
+
+
+@settings(max_examples=300, deadline=None)
+@given(n_hbm=st.integers(0, 200_000), host_rows=st.integers(1, 200_000),
+       k=st.integers(8, 262_144).map(lambda v: v // 8 * 8))
+def test_steps_cover_every_row_on_aligned_boundaries_within_a_slot(n_hbm, host_rows, k):
+    steps, chunk, piece = ring_steps(n_hbm, host_rows, k, 2)
+    assert chunk * k * 2 <= RING_SLOT_BYTES  # a host chunk fits one slot
+    assert steps * chunk >= host_rows and (steps - 1) * chunk < host_rows  # no empty host step
+    assert steps * piece >= n_hbm  # every HBM row has a step (trailing pieces may be empty)
+    assert chunk % TILE_ROWS == 0 and piece % TILE_ROWS == 0  # output columns stay 32-byte aligned
