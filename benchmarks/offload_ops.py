@@ -242,6 +242,13 @@ def _compare_host_paths(doc, results, x, sw, host_ctas, host_window, args, wbyte
     results.flush()
 
 
+def random_weight(n_out: int, k: int):
+    """An (n_out, k) bf16 weight on the GPU with unit-variance outputs for unit inputs."""
+    import torch
+
+    return (torch.randn(n_out, k, device="cuda", dtype=torch.float32) * k ** -0.5).to(torch.bfloat16)
+
+
 def parse_ratio(text: str, r_star: float, r_hide: float | None = None) -> tuple[str, float]:
     """A ratio label and its value: "r*" (the memory-bound balance B_h / (B_h + B_g)), "r_hide"
     (the large-batch hide threshold C/F x B_h / W at the largest batch) or a number."""
@@ -261,6 +268,7 @@ def run(args: argparse.Namespace) -> int:
 
     from smemkit.hw.environment import device_block
     from smemkit.hw.profile import select_profile
+    from smemkit.offload.cli import parse_shape
     from smemkit.offload.congestion import run_congestion_probe
     from smemkit.offload.costmodel import hardware_from_profile
     from smemkit.offload.gemv import (
@@ -279,7 +287,7 @@ def run(args: argparse.Namespace) -> int:
     torch.manual_seed(0)
     profile, why = select_profile()
     hw = hardware_from_profile(profile)
-    shapes = [tuple(int(v) for v in s.lower().split("x")) for s in args.shapes.split(",") if s]
+    shapes = [parse_shape(s) for s in args.shapes.split(",") if s]
     batches = [int(b) for b in args.batches.split(",") if b]
     doc = {
         "benchmark": "offload_ops", "status": "running", "command": " ".join(sys.argv),
@@ -345,7 +353,7 @@ def run(args: argparse.Namespace) -> int:
         if stopped:
             break
         wbytes = n_out * k * 2
-        w = (torch.randn(n_out, k, device="cuda", dtype=torch.float32) * k ** -0.5).to(torch.bfloat16)
+        w = random_weight(n_out, k)
         w_copy = w.clone()  # copy_then_cublas's HBM weight (host rows are copied into its tail)
         w64 = w.double()
         inputs = {}
@@ -492,6 +500,7 @@ def sweep(args: argparse.Namespace) -> int:
     from smemkit.hw.environment import device_block
     from smemkit.hw.profile import select_profile
     from smemkit.offload import gemv
+    from smemkit.offload.cli import parse_shape
     from smemkit.offload.costmodel import hardware_from_profile
     from smemkit.offload.gemv import launch_plan_for, split_linear
     from smemkit.offload.pinned import SplitWeight
@@ -511,13 +520,13 @@ def sweep(args: argparse.Namespace) -> int:
     log(f"sweep: B_h {links['B_h_gbps']:.1f} GB/s, B_g {links['B_g_tbps']:.3f} TB/s")
     hc0, hw0 = 8, 16384  # the congestion probe's choice on the H200 (run 6)
     doc["default_host"] = {"host_ctas": hc0, "host_window": hw0}
-    shapes = [tuple(int(v) for v in sh.lower().split("x")) for sh in args.sweep_shapes.split(",") if sh]
+    shapes = [parse_shape(sh) for sh in args.sweep_shapes.split(",") if sh]
     stopped = False
     for n_out, k in shapes:
         if stopped:
             break
         wbytes = n_out * k * 2
-        w = (torch.randn(n_out, k, device="cuda", dtype=torch.float32) * k ** -0.5).to(torch.bfloat16)
+        w = random_weight(n_out, k)
         for r in SWEEP_RATIOS:
             if stopped:
                 break

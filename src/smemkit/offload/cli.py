@@ -59,6 +59,19 @@ def register(sub: argparse._SubParsersAction) -> None:
     path.set_defaults(run=run_path)
 
 
+def parse_shape(text: str) -> tuple[int, int]:
+    """A weight shape written N_outxK ("4096x14336"), both positive."""
+    from smemkit.errors import InvalidArgumentError
+
+    try:
+        n_out, k = (int(v) for v in text.lower().split("x"))
+    except ValueError:
+        raise InvalidArgumentError(f"shape {text!r}: expected N_outxK, e.g. 4096x14336") from None
+    if n_out < 1 or k < 1:
+        raise InvalidArgumentError(f"shape {text!r}: both sizes must be positive")
+    return n_out, k
+
+
 def run_path(args: argparse.Namespace, console: Console | None = None) -> int:
     from smemkit.errors import InvalidArgumentError
     from smemkit.hw.profile import select_profile
@@ -67,12 +80,9 @@ def run_path(args: argparse.Namespace, console: Console | None = None) -> int:
     from smemkit.offload.ring_gemm import ring_fits
 
     console = console or Console()
-    try:
-        n_out, k = (int(v) for v in args.shape.lower().split("x"))
-    except ValueError:
-        raise InvalidArgumentError(f"--shape {args.shape!r}: expected N_outxK, e.g. 4096x14336") from None
-    if n_out < 1 or k < 1 or args.batch < 1:
-        raise InvalidArgumentError(f"--shape and --batch must be positive, got {args.shape}, {args.batch}")
+    n_out, k = parse_shape(args.shape)
+    if args.batch < 1:
+        raise InvalidArgumentError(f"--batch must be positive, got {args.batch}")
     host_rows = host_rows_for_ratio(n_out, args.ratio)
     profile, reason = select_profile(args.profile)
     hw = hardware_from_profile(profile)
