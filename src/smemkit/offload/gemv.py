@@ -612,11 +612,9 @@ def split_linear(x: torch.Tensor, weight: SplitWeight, bias: torch.Tensor | None
     if m and chosen == "cublas":  # what nn.Linear runs (F.linear: addmm / mm)
         if out is None:
             return torch.nn.functional.linear(x, weight.hbm, bias)
-        x2, y2 = x.reshape(m, k), out.view(m, n)
-        if bias is None:
-            torch.mm(x2, weight.hbm.t(), out=y2)
-        else:
-            torch.addmm(bias, x2, weight.hbm.t(), out=y2)
+        from smemkit.offload.ring_gemm import linear_into
+
+        linear_into(x.reshape(m, k), weight.hbm, bias, out.view(m, n))
         return out
     y = out if out is not None else torch.empty((*lead, n), dtype=x.dtype, device=x.device)
     if m == 0:

@@ -154,8 +154,14 @@ def _steps(x2: torch.Tensor, weight: SplitWeight, bias: torch.Tensor | None, y2:
 def _gemm(x2: torch.Tensor, rows: torch.Tensor, bias: torch.Tensor | None, y2: torch.Tensor,
           c0: int, c1: int) -> None:
     """Output columns [c0, c1) = x2 @ rows.T (+ bias[c0:c1]), written in place."""
-    out = y2[:, c0:c1]
+    linear_into(x2, rows, None if bias is None else bias[c0:c1], y2[:, c0:c1])
+
+
+def linear_into(x2: torch.Tensor, rows: torch.Tensor, bias: torch.Tensor | None, out: torch.Tensor) -> None:
+    """``out = x2 @ rows.T (+ bias)`` in cuBLAS, written in place (``out`` may be a column slice of
+    a row-major matrix: cuBLAS takes its leading dimension, no copy). The same addmm / mm that
+    ``F.linear`` runs for 2-D inputs."""
     if bias is None:
         torch.mm(x2, rows.t(), out=out)
     else:
-        torch.addmm(bias[c0:c1], x2, rows.t(), out=out)
+        torch.addmm(bias, x2, rows.t(), out=out)
