@@ -34,6 +34,7 @@ from torch import nn
 
 from smemkit.errors import InvalidArgumentError
 from smemkit.offload.pinned import WEIGHT_DTYPES, SplitWeight, check_weight
+from smemkit.offload.ring_gemm import host_ring, linear_into, ring_fits, ring_linear
 from smemkit.runtime.compiler import DEFAULT_ARCH, CompiledModule, compile_module, package_source
 from smemkit.runtime.tensors import check_tensor
 
@@ -612,21 +613,17 @@ def split_linear(x: torch.Tensor, weight: SplitWeight, bias: torch.Tensor | None
     if m and chosen == "cublas":  # what nn.Linear runs (F.linear: addmm / mm)
         if out is None:
             return torch.nn.functional.linear(x, weight.hbm, bias)
-        from smemkit.offload.ring_gemm import linear_into
-
         linear_into(x.reshape(m, k), weight.hbm, bias, out.view(m, n))
         return out
     y = out if out is not None else torch.empty((*lead, n), dtype=x.dtype, device=x.device)
     if m == 0:
         return y
-    scratch = scratch or default_scratch(device_index)
     x2 = x.reshape(m, k)
     y2 = y.view(m, n)
     if chosen == "ring":
-        from smemkit.offload.ring_gemm import ring_linear
-
         ring_linear(x2, weight, bias, y2)
         return y
+    scratch = scratch or default_scratch(device_index)
     for start in range(0, m, MAX_BATCH):
         stop = min(m, start + MAX_BATCH)
         _launch(x2[start:stop], y2[start:stop], weight, bias, hc, hs, scratch, split_g, split_h, host_load,
@@ -667,11 +664,8 @@ def fixed_path(rows: int, host_bytes: int, k: int | None = None, elem_bytes: int
     ``k`` (when given), the ring past KERNEL_MAX_ROWS rows (measured faster there)."""
     if host_bytes == 0:
         return "cublas"
-    if k is not None:
-        from smemkit.offload.ring_gemm import ring_fits
-
-        if not ring_fits(k, elem_bytes):
-            return "kernel"
+    if k is not None and not ring_fits(k, elem_bytes):
+        return "kernel"
     return "ring" if rows > KERNEL_MAX_ROWS else None
 
 
@@ -786,8 +780,6 @@ class OffloadedLinear(nn.Module):
             need_ws, need_counters = max(need_ws, plan.ws_floats), max(need_counters, plan.n_counters)
         self.scratch.reserve(need_ws, need_counters)
         if w.host_rows:
-            from smemkit.offload.ring_gemm import host_ring
-
             host_ring(w.device, w.dtype)  # the current stream's ring (captures allocate their own)
 
     @classmethod
