@@ -30,7 +30,9 @@ CLUSTER_SIZES = (2, 4, 8, 16)
 # reread_l2: the share of the L2 that the rows in flight may fill with the bytes they read again.
 # Half, because a row's footprint is counted whole although only part of it is live at once,
 # outputs and first-pass loads pass through the L2 too, and the H100/H200 L2 is two partitions.
-# Not yet measured; SMEMKIT_REREAD_L2_FRACTION overrides it for experiments.
+# Swept on the H200 (benchmarks/results/h200/reread_l2_fraction/): 0.75 was faster at most
+# 32K-64K points; kept at 0.5 until a full run re-measures T_B with it (docs/status.md).
+# SMEMKIT_REREAD_L2_FRACTION overrides it for experiments.
 L2_BUDGET_FRACTION = 0.5
 
 
