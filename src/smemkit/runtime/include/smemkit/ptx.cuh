@@ -162,6 +162,12 @@ __device__ __forceinline__ void cp_async_bulk_g2s(u32 dst_smem, const void* src,
       : "memory");
 }
 
+// Bulk prefetch of `bytes` (a multiple of 16, 16-byte aligned) of global memory into the L2: the
+// data arrive while the thread goes on, so a later ordinary load of them hits the L2.
+__device__ __forceinline__ void prefetch_bulk_l2(const void* src, u32 bytes) {
+  asm volatile("cp.async.bulk.prefetch.L2.global [%0], %1;" ::"l"(src), "r"(bytes) : "memory");
+}
+
 // Orders this thread's generic-proxy shared-memory writes before later async-proxy accesses.
 __device__ __forceinline__ void fence_proxy_async_shared() {
   asm volatile("fence.proxy.async.shared::cta;" ::: "memory");

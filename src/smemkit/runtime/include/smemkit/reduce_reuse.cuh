@@ -45,6 +45,7 @@ struct Slice {
   int nvec;             // vectors touched
   long long full0;      // first fully owned vector (flat vector index)
   int nfull;            // fully owned vectors (contiguous, 16-byte aligned): the bulk-copy range
+  int ifull0;           // full0 - v0 (0 or 1): the slice's first fully owned vector, counted from v0
 };
 
 __device__ __forceinline__ Slice make_slice(int row, int N, int rank, int P) {
@@ -59,6 +60,7 @@ __device__ __forceinline__ Slice make_slice(int row, int N, int rank, int P) {
   s.full0 = (f_lo + 3) >> 2;
   const long long full1 = f_hi >> 2;
   s.nfull = full1 > s.full0 ? static_cast<int>(full1 - s.full0) : 0;
+  s.ifull0 = static_cast<int>(s.full0 - s.v0);
   return s;
 }
 
@@ -122,8 +124,16 @@ __device__ __forceinline__ float4 load_vector(const float* __restrict__ src, lon
   return make_float4(r[0], r[1], r[2], r[3]);
 }
 
-__device__ __forceinline__ bool owns_vector(long long v, const Slice& s) {
-  return v >= s.full0 && v < s.full0 + s.nfull;
+// Whether the slice owns its vector i (flat vector s.v0 + i) whole: one 32-bit compare, as the
+// element loops test it for every vector.
+__device__ __forceinline__ bool owns_index(int i, const Slice& s) {
+  return static_cast<unsigned>(i - s.ifull0) < static_cast<unsigned>(s.nfull);
+}
+
+// Thread 0 prefetches the fully owned vectors of an input's slice into the L2 (an input the
+// output pass reads from global memory once: its loads then hit the L2 instead of waiting on HBM).
+__device__ __forceinline__ void prefetch_full_vectors_l2(const float* __restrict__ src, const Slice& s) {
+  if (threadIdx.x == 0 && s.nfull > 0) prefetch_bulk_l2(src + 4 * s.full0, static_cast<u32>(s.nfull) * 16u);
 }
 
 // Whether the n vectors v, v + stride, ..., v + (n - 1) * stride are all owned whole (the batched
