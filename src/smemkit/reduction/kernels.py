@@ -28,12 +28,12 @@ from smemkit.runtime.tensors import check_tensor
 
 CLUSTER_SIZES = (2, 4, 8, 16)
 # reread_l2: the share of the L2 that the rows in flight may fill with the bytes they read again.
-# Half, because a row's footprint is counted whole although only part of it is live at once,
-# outputs and first-pass loads pass through the L2 too, and the H100/H200 L2 is two partitions.
-# Swept on the H200 (benchmarks/results/h200/reread_l2_fraction/): 0.75 was faster at most
-# 32K-64K points; kept at 0.5 until a full run re-measures T_B with it (docs/status.md).
+# Less than all of it: outputs and first-pass loads pass through the L2 too, and the H100/H200 L2
+# is two partitions; more than half, since a row's footprint is counted whole although only part
+# of it is live at once. Swept on the H200 (benchmarks/results/h200/reread_l2_fraction/: 0.35,
+# 0.5, 0.75, 1.0): 0.75 was the fastest at most 32K-64K points and within noise at 8K-16K.
 # SMEMKIT_REREAD_L2_FRACTION overrides it for experiments.
-L2_BUDGET_FRACTION = 0.5
+L2_BUDGET_FRACTION = 0.75
 
 
 @cache

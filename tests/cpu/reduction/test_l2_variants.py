@@ -53,22 +53,23 @@ def test_bad_fields_are_rejected(kwargs):
 def test_rows_in_flight_follow_the_l2_budget():
     sm = BUILTIN["softmax_bwd"]  # re-reads z and dy: 8 B per element
     assert reread_l2_row_bytes(sm, 32768) == 8 * 32768
-    budget = L2_BUDGET_FRACTION * H200_L2  # 31.5 MB
-    # 4K-8K: the L2 budget allows more rows than the GPU holds; 16K: 240; 32K: 120; 64K: 60
+    budget = L2_BUDGET_FRACTION * H200_L2  # 47.2 MB
+    # 4K-32K: the L2 budget allows more rows than the GPU holds of 1024-thread CTAs; 16K: 360 of
+    # four CTAs per SM; 64K: 90
     assert reread_l2_grid(sm, 4096, 4096, H200_L2, RESIDENT_1024) == RESIDENT_1024
-    assert reread_l2_grid(sm, 4096, 16384, H200_L2, RESIDENT_1024) == RESIDENT_1024
-    assert reread_l2_grid(sm, 4096, 16384, H200_L2, 2 * SMS) == int(budget // (8 * 16384)) == 240
-    assert reread_l2_grid(sm, 4096, 32768, H200_L2, RESIDENT_1024) == 120
-    assert reread_l2_grid(sm, 4096, 65536, H200_L2, RESIDENT_1024) == 60
+    assert reread_l2_grid(sm, 4096, 32768, H200_L2, RESIDENT_1024) == RESIDENT_1024
+    assert reread_l2_grid(sm, 4096, 16384, H200_L2, 4 * SMS) == int(budget // (8 * 16384)) == 360
+    assert reread_l2_grid(sm, 4096, 32768, H200_L2, 2 * SMS) == 180
+    assert reread_l2_grid(sm, 4096, 65536, H200_L2, RESIDENT_1024) == 90
     for N in (4096, 8192, 16384, 32768, 65536):  # within the budget whenever more than one row
-        rows = reread_l2_grid(sm, 4096, N, H200_L2, RESIDENT_1024)
+        rows = reread_l2_grid(sm, 4096, N, H200_L2, 4 * SMS)
         assert rows * reread_l2_row_bytes(sm, N) <= budget
     # the plain re-read kernel's 264 rows at 32K: 68 MB, above the whole L2
     assert 264 * reread_l2_row_bytes(sm, 32768) > H200_L2
     # more re-read bytes per element, fewer rows: wvar_bwd re-reads x, w and dy (12 B)
-    assert reread_l2_grid(BUILTIN["wvar_bwd"], 4096, 32768, H200_L2, RESIDENT_1024) == 80
+    assert reread_l2_grid(BUILTIN["wvar_bwd"], 4096, 32768, H200_L2, RESIDENT_1024) == 120
     # quant_int8 re-reads only x (4 B): twice softmax's rows
-    assert reread_l2_grid(BUILTIN["quant_int8"], 4096, 65536, H200_L2, RESIDENT_1024) == 120
+    assert reread_l2_grid(BUILTIN["quant_int8"], 4096, 65536, H200_L2, 2 * SMS) == 180
     # columns (LayerNorm's gamma) come off the budget once
     ln = BUILTIN["layernorm_bwd"]
     assert reread_l2_grid(ln, 4096, 65536, H200_L2, RESIDENT_1024) == int(
@@ -76,7 +77,7 @@ def test_rows_in_flight_follow_the_l2_budget():
     # never more rows than M, never fewer than one
     assert reread_l2_grid(sm, 7, 4096, H200_L2, RESIDENT_1024) == 7
     assert reread_l2_grid(sm, 4096, 1 << 26, H200_L2, RESIDENT_1024) == 1
-    assert reread_l2_grid(sm, 4096, 32768, H200_L2, RESIDENT_1024, fraction=1.0) == RESIDENT_1024
+    assert reread_l2_grid(sm, 4096, 65536, H200_L2, RESIDENT_1024, fraction=1.0) == 120
 
 
 def test_budget_fraction_override(monkeypatch):
