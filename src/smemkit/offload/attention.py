@@ -31,7 +31,13 @@ import torch
 
 from smemkit.errors import InvalidArgumentError
 from smemkit.offload import gemv
-from smemkit.offload.pinned import WEIGHT_DTYPES, PinnedBuffer, _device_index, check_pinned_request
+from smemkit.offload.pinned import (
+    PinnedBuffer,
+    _device_index,
+    check_half_tensor,
+    check_pinned_request,
+    dtype_name,
+)
 from smemkit.runtime.compiler import DEFAULT_ARCH, CompiledModule, compile_module, package_source
 
 SOURCE = "offload/split_attention.cu"
@@ -255,26 +261,16 @@ def source_constants(text: str | None = None) -> dict[str, int]:
 
 # ---- argument checks (no GPU needed) ------------------------------------------------------------
 
-def _dtype_name(dtype: torch.dtype) -> str:
-    return str(dtype).replace("torch.", "")
-
-
 def check_kv(k: object, v: object) -> tuple[int, int, int, int]:
     """K and V of a cache: equal (B, H_kv, L, 128) bf16/fp16 tensors; returns (B, H_kv, L, d)."""
     for name, t in (("k", k), ("v", v)):
-        if not isinstance(t, torch.Tensor):
-            raise InvalidArgumentError(f"{name} must be a torch.Tensor, got {type(t).__name__}")
-        if t.dim() != 4:
-            raise InvalidArgumentError(f"{name} must be 4-D (batch, kv_heads, seq_len, head_dim), got shape "
-                                       f"{tuple(t.shape)}")
-        if t.dtype not in WEIGHT_DTYPES:
-            raise InvalidArgumentError(f"{name} has dtype {_dtype_name(t.dtype)}; allowed: bfloat16, float16")
+        check_half_tensor(name, t, 4, "batch, kv_heads, seq_len, head_dim")
     if k.shape != v.shape:
         raise InvalidArgumentError(
             f"k and v must have the same shape, got {tuple(k.shape)} and {tuple(v.shape)}")
     if k.dtype != v.dtype:
-        raise InvalidArgumentError(f"k and v must have the same dtype, got {_dtype_name(k.dtype)} and "
-                                   f"{_dtype_name(v.dtype)}")
+        raise InvalidArgumentError(f"k and v must have the same dtype, got {dtype_name(k.dtype)} and "
+                                   f"{dtype_name(v.dtype)}")
     b, h_kv, seq_len, d = (int(s) for s in k.shape)
     if d != HEAD_DIM:
         raise InvalidArgumentError(
@@ -300,8 +296,8 @@ def check_attention_args(q: object, cache: object, lengths: object = None, scale
     if not isinstance(q, torch.Tensor):
         raise InvalidArgumentError(f"q must be a torch.Tensor, got {type(q).__name__}")
     if q.dtype != cache.dtype:
-        raise InvalidArgumentError(f"q has dtype {_dtype_name(q.dtype)} but the cache holds "
-                                   f"{_dtype_name(cache.dtype)}")
+        raise InvalidArgumentError(f"q has dtype {dtype_name(q.dtype)} but the cache holds "
+                                   f"{dtype_name(cache.dtype)}")
     if q.dim() != 3 or q.shape[0] != b or q.shape[2] != d:
         raise InvalidArgumentError(f"q must have shape ({b}, num_heads, {d}) (one query token per sequence), "
                                    f"got {tuple(q.shape)}")
@@ -318,7 +314,7 @@ def check_attention_args(q: object, cache: object, lengths: object = None, scale
             raise InvalidArgumentError(
                 f"lengths must be a torch.Tensor of int32, got {type(lengths).__name__}")
         if lengths.dtype != torch.int32:
-            raise InvalidArgumentError(f"lengths has dtype {_dtype_name(lengths.dtype)}; allowed: int32")
+            raise InvalidArgumentError(f"lengths has dtype {dtype_name(lengths.dtype)}; allowed: int32")
         if tuple(lengths.shape) != (b,):
             raise InvalidArgumentError(f"lengths must have shape ({b},), got {tuple(lengths.shape)}")
     if scale is not None and (isinstance(scale, bool) or not isinstance(scale, (int, float))
@@ -326,7 +322,7 @@ def check_attention_args(q: object, cache: object, lengths: object = None, scale
         raise InvalidArgumentError(f"scale must be a finite number, got {scale!r}")
     if out is not None and (not isinstance(out, torch.Tensor) or out.dtype != q.dtype
                             or tuple(out.shape) != tuple(q.shape)):
-        raise InvalidArgumentError(f"out must be a {_dtype_name(q.dtype)} tensor of shape {tuple(q.shape)}")
+        raise InvalidArgumentError(f"out must be a {dtype_name(q.dtype)} tensor of shape {tuple(q.shape)}")
     for name, t in (("q", q), ("lengths", lengths), ("out", out)):
         if t is not None and not t.is_contiguous():
             raise InvalidArgumentError(f"{name} must be contiguous (strides {t.stride()} for shape "
@@ -483,7 +479,7 @@ class SplitKVCache:
         self.free()
 
     def __repr__(self) -> str:
-        return (f"SplitKVCache({self.shape} {_dtype_name(self.dtype)}, ratio {self.ratio:.4f} "
+        return (f"SplitKVCache({self.shape} {dtype_name(self.dtype)}, ratio {self.ratio:.4f} "
                 f"(asked {self.requested_ratio:g}): {self.b_hbm} sequences in HBM, {self.host_seqs} pinned)")
 
 

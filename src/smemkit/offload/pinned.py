@@ -256,16 +256,26 @@ def host_rows_for_ratio(n_rows: int, ratio: float, tile: int = TILE_ROWS) -> int
     return min(candidates, key=lambda h: (abs(h - target), h))
 
 
+def dtype_name(dtype: torch.dtype) -> str:
+    """``bfloat16`` for ``torch.bfloat16``: how error messages name a dtype."""
+    return str(dtype).replace("torch.", "")
+
+
+def check_half_tensor(name: str, t: object, ndim: int, layout: str) -> torch.Tensor:
+    """A ``ndim``-D bf16/fp16 tensor (``layout`` names its dimensions in the error); anything
+    else is a clear error naming ``name``."""
+    if not isinstance(t, torch.Tensor):
+        raise InvalidArgumentError(f"{name} must be a torch.Tensor, got {type(t).__name__}")
+    if t.dim() != ndim:
+        raise InvalidArgumentError(f"{name} must be {ndim}-D ({layout}), got shape {tuple(t.shape)}")
+    if t.dtype not in WEIGHT_DTYPES:
+        raise InvalidArgumentError(f"{name} has dtype {dtype_name(t.dtype)}; allowed: bfloat16, float16")
+    return t
+
+
 def check_weight(weight: object, name: str = "weight") -> torch.Tensor:
     """A 2-D (N, K) bf16/fp16 tensor with K a multiple of 8; anything else is a clear error."""
-    if not isinstance(weight, torch.Tensor):
-        raise InvalidArgumentError(f"{name} must be a torch.Tensor, got {type(weight).__name__}")
-    if weight.dim() != 2:
-        raise InvalidArgumentError(f"{name} must be 2-D (out_features, in_features), got shape "
-                                   f"{tuple(weight.shape)}")
-    if weight.dtype not in WEIGHT_DTYPES:
-        raise InvalidArgumentError(f"{name} has dtype {str(weight.dtype).replace('torch.', '')}; "
-                                   "allowed: bfloat16, float16")
+    weight = check_half_tensor(name, weight, 2, "out_features, in_features")
     n, k = weight.shape
     if n < 1 or k < 1:
         raise InvalidArgumentError(f"{name} must not be empty, got shape {tuple(weight.shape)}")
