@@ -106,6 +106,31 @@ def test_single_row_and_special_rows(name, variant, P):
         assert torch.equal(a.view(torch.uint8), b.view(torch.uint8)), f"{key} not bitwise repeatable"
 
 
+@pytest.mark.parametrize("variant,P", [("staged_pf", None), ("cluster_pf", 2), ("cluster_pf", 8),
+                                       ("cluster", 4)], ids=lambda v: str(v))
+@pytest.mark.parametrize("name", sorted(BUILTIN))
+def test_persistent_grid_loops_over_more_rows_than_it_holds(name, variant, P):
+    """Rows beyond the resident grid (persistent kernels: the prefetch variants, and any staged
+    kernel of a spec with columns): M = 2 x grid + 3 makes every CTA go round at least twice."""
+    from smemkit.reduction.api import resolve_variant
+    from smemkit.reduction.kernels import grid_clusters, legality, require_kernel_support
+
+    if variant == "cluster" and not BUILTIN[name].columns:
+        pytest.skip("one cluster per row without column parameters: not persistent")
+    device = torch.cuda.current_device()
+    smem = require_kernel_support(device).smem_per_block_optin
+    ran = 0
+    for N in (4097, 65535):
+        chosen = resolve_variant(BUILTIN[name], 1, N, torch.device("cuda"), variant, P)
+        if legality(BUILTIN[name], chosen, N, smem, 16) is not None:
+            continue
+        grid = grid_clusters(BUILTIN[name], chosen, 1 << 20, N, device)
+        ran += 1
+        tensors, scalars, got = run_case(name, 2 * grid + 3, N, variant, P)
+        check(name, got, reference(BUILTIN[name], tensors, scalars))
+    assert ran, "legal at one of the widths at least"
+
+
 def test_default_dispatch_runs_and_is_correct():
     for name in sorted(BUILTIN):
         tensors, scalars = make_inputs(name, 8, 65536, device="cuda",
