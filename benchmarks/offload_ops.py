@@ -218,8 +218,9 @@ def _rel_err(fn, ref, ref_norm: float, batch: int, n_out: int) -> float:
 def _compare_host_paths(doc, results, x, sw, host_ctas, host_window, args, wbytes, batch) -> None:
     """All rows on the host: the default (ld.global.cs groups staged through shared memory,
     host_stage=1, run 6's scheme), fragments loaded directly (host_stage=0), the staged path with
-    the next group prefetched before the math (host_stage=2), and ld.global.nc instead of .cs
-    (host_load=1), as GB/s of weight; stored under "host_path_comparison"."""
+    the next group prefetched before the math (host_stage=2), groups bulk-copied into shared memory
+    by the copy engine (cp.async.bulk, host_stage=3), and ld.global.nc instead of .cs (host_load=1),
+    as GB/s of weight; stored under "host_path_comparison"."""
     import torch
 
     from smemkit.offload.gemv import split_linear
@@ -227,7 +228,8 @@ def _compare_host_paths(doc, results, x, sw, host_ctas, host_window, args, wbyte
     entry = {"shape": list(sw.shape), "batch": batch, "host_ctas": host_ctas,
              "host_window_bytes": host_window}
     for name, kw in (("host_stage1", {}), ("host_stage0", {"host_stage": 0}),
-                     ("host_stage2", {"host_stage": 2}), ("host_load1", {"host_load": 1})):
+                     ("host_stage2", {"host_stage": 2}), ("host_stage3", {"host_stage": 3}),
+                     ("host_load1", {"host_load": 1})):
         def call(kw=kw):
             return split_linear(x, sw, host_ctas=host_ctas, host_window=host_window, **kw)
 
@@ -488,6 +490,8 @@ def sweep_configs(nt: int, r: float, plan) -> list[tuple[str, dict]]:
                  ("host direct fragments (host_stage=0)", {"host_stage": 0}),
                  ("host prefetch (host_stage=2)", {"host_stage": 2}),
                  ("host prefetch 16x16K", {"host_stage": 2, "host_ctas": 16, "host_window": 16384}),
+                 ("host bulk copies (host_stage=3)", {"host_stage": 3}),
+                 ("host bulk copies 16x16K", {"host_stage": 3, "host_ctas": 16, "host_window": 16384}),
                  ("host ld.global.nc (host_load=1)", {"host_load": 1})]
     return cfgs
 

@@ -100,7 +100,7 @@ def test_any_congestion_window_gives_the_same_answer(host_ctas, window):
         assert rel_err(got, reference(x, w)) < TOL[torch.bfloat16]
 
 
-@pytest.mark.parametrize("host_stage", [0, 1, 2])
+@pytest.mark.parametrize("host_stage", [0, 1, 2, 3])
 @pytest.mark.parametrize("host_window", [8192, 16384, 24576, 32768])
 @pytest.mark.parametrize(("n", "k", "batch"), [(7, 72, 3), (203, 1000, 40)])
 def test_both_host_read_paths(host_stage, host_window, n, k, batch):
@@ -111,7 +111,7 @@ def test_both_host_read_paths(host_stage, host_window, n, k, batch):
         assert rel_err(got, reference(x, w, b)) < TOL[torch.bfloat16]
 
 
-@pytest.mark.parametrize("host_stage", [0, 1, 2])
+@pytest.mark.parametrize("host_stage", [0, 1, 2, 3])
 def test_every_planned_launch_fits_the_driver(host_stage):
     """Run 7's failures: static + dynamic shared memory just above 48 KB with dynamic <= 48 KB
     (nt1 + a 32 KB window, nt8 + 8-16 KB) got occupancy 0 because the dynamic-size attribute was

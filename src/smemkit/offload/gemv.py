@@ -32,7 +32,7 @@ from functools import cache, lru_cache
 import torch
 from torch import nn
 
-from smemkit.errors import InvalidArgumentError
+from smemkit.errors import InvalidArgumentError, UnsupportedDeviceError
 from smemkit.offload.pinned import WEIGHT_DTYPES, SplitWeight, check_weight
 from smemkit.offload.ring_gemm import host_ring, linear_into, ring_fits, ring_linear
 from smemkit.runtime.compiler import DEFAULT_ARCH, CompiledModule, compile_module, package_source
@@ -64,6 +64,7 @@ MIN_CTAS_PER_SM = {1: 2, 2: 2, 4: 2, 8: 1}
 HBM_DEPTH = {1: 2, 2: 2, 4: 2, 8: 2}
 # Static shared memory of split_gemv_nt{nt} (the host role's cross-warp sum + the last-CTA flag).
 STATIC_SMEM = {nt: WARPS * nt * 4 * 32 * 4 + 16 for nt in BATCH_TILES}
+HOST_BARRIER_SMEM = 8 * WARPS  # host_stage = 3: one mbarrier per warp (static, on top of STATIC_SMEM)
 SMEM_PER_BLOCK_OPTIN = 232448  # H100/H200: 227 KB per CTA (static + dynamic)
 DTYPE_CODE = {torch.bfloat16: 0, torch.float16: 1}
 DTYPE_NAME = {torch.bfloat16: "bf16", torch.float16: "fp16"}
@@ -260,7 +261,7 @@ def plan_launch(n_rows: int, k: int, batch: int, n_hbm: int, *, slots: int, host
     blocks_g = -(-n_hbm // rows_g)
     smem = smem_bytes(nt, hbm=blocks_g > 0, host=tiles_h > 0, hbm_depth=depth, host_steps=host_steps,
                       host_stage=host_stage)
-    if smem + STATIC_SMEM[nt] > smem_limit:
+    if smem + STATIC_SMEM[nt] + (HOST_BARRIER_SMEM if host_stage == 3 else 0) > smem_limit:
         raise InvalidArgumentError(fit_error(
             nt, batch, smem, smem_limit, hbm_depth=depth if blocks_g else None,
             host_steps=host_steps if tiles_h else None, forced_depth=hbm_depth is not None))
@@ -305,10 +306,10 @@ def plan_launch(n_rows: int, k: int, batch: int, n_hbm: int, *, slots: int, host
 
 
 def check_host_stage(host_stage: object) -> int:
-    if isinstance(host_stage, bool) or host_stage not in (0, 1, 2):
+    if isinstance(host_stage, bool) or host_stage not in (0, 1, 2, 3):
         raise InvalidArgumentError("host_stage must be 1 (staged host groups, the default), 0 (fragments "
-                                   "loaded directly) or 2 (staged, next group prefetched), "
-                                   f"got {host_stage!r}")
+                                   "loaded directly), 2 (staged, next group prefetched) or 3 (groups "
+                                   f"bulk-copied into shared memory), got {host_stage!r}")
     return host_stage
 
 
@@ -463,6 +464,10 @@ def plan_for(n: int, k: int, batch: int, n_hbm: int, dtype: torch.dtype, device_
     nt = batch_tiles(batch)
     info = gpu_info(device_index)
     limit = min(SMEM_PER_BLOCK_OPTIN, int(info.smem_per_block_optin))
+    if check_host_stage(host_stage) == 3 and not info.supports_clusters:
+        raise UnsupportedDeviceError(
+            f"host_stage = 3 bulk-copies host rows with cp.async.bulk, which needs compute capability "
+            f"9.0 or newer; GPU {device_index} '{info.name}' is sm_{info.capability[0]}{info.capability[1]}")
     if ctas_per_sm is not None and (isinstance(ctas_per_sm, bool) or not isinstance(ctas_per_sm, int)
                                     or ctas_per_sm < 1):
         raise InvalidArgumentError(f"ctas_per_sm must be a positive integer, got {ctas_per_sm!r}")

@@ -75,7 +75,10 @@
 //               to the warp's shared tile, multiply; 0: each thread loads its mma fragments
 //               directly (64 B per row per instruction, no shared memory); 2: as 1, but the next
 //               group's loads are issued right after the current group is stored, before its
-//               math (the same window, kept full during the multiply; not measured yet).
+//               math (the same window, kept full during the multiply; not measured yet); 3: the
+//               group's 16 rows are brought by the bulk-copy engine (cp.async.bulk, one copy of
+//               host_steps * 64 B per row, issued by lanes 0-15, completing on the warp's mbarrier)
+//               straight into the warp's shared tile: no host data passes through registers.
 // Kernels: split_gemv_nt1, _nt2, _nt4, _nt8 (NT = batch tiles of 8: B <= 8 * NT).
 #ifndef GEMV_DTYPE
 #define GEMV_DTYPE 0
@@ -530,6 +533,35 @@ __device__ __forceinline__ void host_load_group(uint4 (&v)[2 * HOST_STEPS_MAX], 
   }
 }
 
+#if HOST_STAGE == 3
+// HOST_STAGE 3: lanes 0..15 bulk-copy their row's k-range [kbeg, kend) of a group into the warp's
+// tile (row stride S chunks) on the warp's mbarrier; the chunks no copy writes (rows past the host
+// part, k past K) are zeroed by plain stores, so stale shared memory (possibly NaN) never meets the
+// tensor cores. Returns after the copies have landed.
+__device__ __forceinline__ void host_bulk_group(uint4* stage, int S, int C, u32 bar, u32 phase,
+                                                const u16* __restrict__ w, int m0, int n_host, int K,
+                                                int kbeg, int kend, int lane) {
+  const int rows = min(HOST_ROWS, n_host - m0);
+  const int chunks = (kend - kbeg) >> 3;  // K is a multiple of 8: whole 16-byte chunks
+  const u32 row_bytes = static_cast<u32>(chunks) * 16u;
+  __syncwarp();  // every lane is done reading the previous group
+  if (lane == 0) mbarrier_arrive_expect_tx(bar, static_cast<u32>(rows) * row_bytes);
+  __syncwarp();
+  if (lane < rows) {
+    fence_proxy_async_shared();  // the previous group's reads before the copy's writes
+    cp_async_bulk_g2s(smem_u32(stage + lane * S), w + static_cast<u64>(m0 + lane) * K + kbeg, row_bytes, bar);
+  }
+  if (rows < HOST_ROWS || chunks < C) {
+    for (int q = lane; q < HOST_ROWS * C; q += 32) {
+      const int row = q / C, c = q - (q / C) * C;
+      if (row >= rows || c >= chunks) stage[row * S + c] = zero4();
+    }
+  }
+  mbarrier_wait_parity(bar, phase);
+  __syncwarp();
+}
+#endif
+
 // The host role (run 6's scheme). `stage_base` is the dynamic shared memory (8 warps x 16 rows x S
 // chunks with HOST_STAGE >= 1), `red` the static k-sum buffer.
 template <int NT>
@@ -546,6 +578,16 @@ __device__ __forceinline__ void host_role(const Args& a, uint4* stage_base, floa
   uint4* stage = stage_base + warp * HOST_ROWS * S;
   (void)stage;
   (void)S;
+#if HOST_STAGE == 3
+  __shared__ __align__(8) u64 host_bars[GEMV_WARPS];  // one per warp: its bulk copies land on it
+  const u32 bar = smem_u32(&host_bars[warp]);
+  if (lane == 0) {
+    mbarrier_init(bar, 1);
+    fence_mbarrier_init_cluster();
+  }
+  __syncwarp();
+  u32 phase = 0;
+#endif
 #pragma unroll 1
   for (int unit = blockIdx.x; unit < units; unit += a.host_ctas) {
     const int mt = unit / a.split_h;
@@ -565,6 +607,11 @@ __device__ __forceinline__ void host_role(const Args& a, uint4* stage_base, floa
 #endif
 #pragma unroll 1
     for (int st = st0 + warp * hs; st < st1; st += GEMV_WARPS * hs) {
+#if HOST_STAGE == 3
+      host_bulk_group(stage, S, C, bar, phase, a.w_host, m0, n_host, a.K, st * HOST_KSTEP,
+                      min(a.K, min(st + hs, st1) * HOST_KSTEP), lane);
+      phase ^= 1u;
+#else
 #if HOST_STAGE == 1
       uint4 v[2 * HOST_STEPS_MAX];
       host_load_group(v, a.w_host, m0, n_host, a.K, st, st1, hs, lane);
@@ -576,6 +623,7 @@ __device__ __forceinline__ void host_role(const Args& a, uint4* stage_base, floa
         if (i < 2 * hs) stage[(q / C) * S + (q - (q / C) * C)] = v[i];
       }
       __syncwarp();
+#endif
 #if HOST_STAGE == 2
       // the next group's reads go out now, so the window stays full during this group's math
       if (st + GEMV_WARPS * hs < st1) {

@@ -48,7 +48,7 @@ def test_every_shipped_split_kernel_compiles_without_spills(shipped_modules):
             assert usage.static_smem_bytes >= gemv.WARPS * nt * 4 * 32 * 4  # the host-role reduction
 
 
-@pytest.mark.parametrize(("host_load", "host_stage"), [(1, 1), (2, 1), (0, 0), (1, 0), (0, 2)])
+@pytest.mark.parametrize(("host_load", "host_stage"), [(1, 1), (2, 1), (0, 0), (1, 0), (0, 2), (0, 3)])
 def test_host_read_experiments_compile(host_load, host_stage):
     module = gemv.compile_variant(torch.bfloat16, "sm_90a", host_load, host_stage)
     # host_stage = 2 (prefetch, not shipped): NVRTC 13.5 spills 20 B at nt = 2 (13.0: none)
@@ -322,7 +322,7 @@ def test_host_variant_arguments_are_checked():
     for bad in (4, -1, True):
         with pytest.raises(InvalidArgumentError, match="host_load"):
             gemv.defines(torch.bfloat16, bad)
-    for bad in (3, True, None):
+    for bad in (4, True, None):
         with pytest.raises(InvalidArgumentError, match="host_stage"):
             gemv.plan_launch(64, 64, 1, 0, slots=8, host_ctas=1, host_steps=1, host_stage=bad)
 
@@ -437,3 +437,21 @@ def test_the_kernels_fragment_mapping_computes_w_times_x():
         got = acc[lane]
         np.testing.assert_allclose(got, [want[g, 2 * t], want[g, 2 * t + 1], want[g + 8, 2 * t],
                                          want[g + 8, 2 * t + 1]], rtol=1e-12, atol=1e-12)
+
+
+def test_bulk_host_reads_need_hopper(monkeypatch):
+    """host_stage = 3 (cp.async.bulk) on a GPU before sm_90: a clear error, not an NVRTC failure."""
+    import smemkit.runtime.device as device
+    from smemkit.errors import UnsupportedDeviceError
+
+    class Ampere(_FakeInfo):
+        supports_clusters = False
+        name = "NVIDIA A100"
+        capability = (8, 0)
+
+    monkeypatch.setattr(device, "gpu_info", lambda index=None: Ampere())
+    monkeypatch.setattr(gemv, "_slots", lambda *a, **kw: 100)
+    with pytest.raises(UnsupportedDeviceError, match=r"host_stage = 3 .* sm_80"):
+        gemv.plan_for(203, 1000, 8, 0, torch.bfloat16, 0, host_ctas=4, host_steps=1, host_stage=3)
+    plan = gemv.plan_for(203, 1000, 8, 0, torch.bfloat16, 0, host_ctas=4, host_steps=1, host_stage=1)
+    assert plan.grid >= 1

@@ -16,20 +16,25 @@ def mutate(src, mode):
     if "st" in mode:
         src, n = ST.subn(r"\1[_v] = \2;", src)
         assert n > 0 or "quant" in src
+    if "unroll4" in mode:
+        src = src.replace("#pragma unroll 2", "#pragma unroll 4")
     if "minb" in mode:
         src = re.sub(r"__launch_bounds__\(THREADS, [24]\)", "__launch_bounds__(THREADS, 2)", src) if "_regs_" in src else src
     return src
-MODES = {"base": "", "st_plain": "st", "minb2": "minb", "both": "st minb"}
+MODES = {"base": "", "st_plain": "st", "minb2": "minb", "both": "st minb", "unroll4": "unroll4"}
 ROWS = {"layernorm_bwd": 2048}
 ap = argparse.ArgumentParser()
 ap.add_argument("--out"); ap.add_argument("--workloads", nargs="+")
 ap.add_argument("--triton", action="store_true")
+ap.add_argument("--modes", nargs="+", default=None); ap.add_argument("--widths", nargs="+", type=int, default=None)
 a = ap.parse_args()
 SHAPES = {4096: lambda: [regs_variant(4096, 256), regs_variant(4096, 512), Variant("staged"), Variant("reread_l2", threads=512)],
           8192: lambda: [regs_variant(8192, 512), Variant("staged"), Variant("reread_l2", threads=512)],
           16384: lambda: [Variant("cluster", 2), Variant("cluster", 4), Variant("reread_l2")],
           32768: lambda: [Variant("cluster", 4), Variant("cluster", 8)],
           65536: lambda: [Variant("cluster", 4), Variant("cluster", 8)]}
+if a.modes: MODES = {m: MODES[m] for m in a.modes}
+if a.widths: SHAPES = {n: SHAPES[n] for n in a.widths}
 recs = []
 data = {}
 for name in a.workloads:
