@@ -588,7 +588,8 @@ def split_linear(x: torch.Tensor, weight: SplitWeight, bias: torch.Tensor | None
     ``split_g``/``split_h`` force the k-splits; ``hbm_depth`` the HBM pipeline depth (stages of
     HBM_ROWS x 64 k in flight per CTA, default 2); ``ctas_per_sm`` caps the CTAs per SM;
     ``host_load`` (0 ld.global.cs, 1 ld.global.nc, 2 ld.global) / ``host_stage`` (1 staged through
-    shared memory, 0 fragments loaded directly, 2 staged with the next group prefetched) pick the
+    shared memory, 0 fragments loaded directly, 2 staged with the next group prefetched, 3 groups
+    bulk-copied into shared memory by cp.async.bulk, sm_90+: 0.4x the rate of 1) pick the
     host read variant of split_gemv.cu (the defaults 0 / 1 are run 6's measured host path; the
     others are experiments). Returns (..., N) in x's dtype.
 
