@@ -75,7 +75,8 @@
 //               to the warp's shared tile, multiply; 0: each thread loads its mma fragments
 //               directly (64 B per row per instruction, no shared memory); 2: as 1, but the next
 //               group's loads are issued right after the current group is stored, before its
-//               math (the same window, kept full during the multiply; not measured yet); 3: the
+//               math (the same window, kept full during the multiply; measured as fast as 1 at
+//               r = 1, benchmarks/results/h200/host_bulk/); 3: the
 //               group's 16 rows are brought by the bulk-copy engine (cp.async.bulk, one copy of
 //               host_steps * 64 B per row, issued by lanes 0-15, completing on the warp's mbarrier)
 //               straight into the warp's shared tile: no host data passes through registers.
