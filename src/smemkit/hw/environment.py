@@ -49,8 +49,20 @@ def software_versions() -> dict[str, str | None]:
     return versions
 
 
+# nvidia-smi fields of the device block: the basics, then what tells one lent GPU from another
+# (the H200s the device tool lends ran the same kernels 4-9 % apart: benchmarks/results/h200/
+# store_ab/) and the state it was in when the block was written.
+SMI_FIELDS = (
+    ("driver_version,clocks.sm,clocks.max.sm,clocks.mem,power.limit",
+     ("driver", "sm_clock_mhz", "sm_clock_max_mhz", "mem_clock_mhz", "power_limit_w")),
+    ("uuid,serial,vbios_version,ecc.mode.current,temperature.gpu,power.draw,clocks_event_reasons.active",
+     ("gpu_uuid", "gpu_serial", "vbios", "ecc_mode", "temperature_c", "power_draw_w", "clock_event_reasons")),
+)
+
+
 def device_block() -> dict:
-    """GPU name, driver, SM clocks (current and max, MHz), memory and software versions."""
+    """GPU name, driver, SM clocks (current and max, MHz), memory and software versions, and the
+    GPU's identity and state (uuid, serial, VBIOS, ECC, temperature, power, clock-event reasons)."""
     block: dict = {"software": software_versions()}
     if not torch.cuda.is_available():
         block["gpu"] = None
@@ -62,9 +74,9 @@ def device_block() -> dict:
         sm_count=props.multi_processor_count,
         memory_gib=round(props.total_memory / 2**30, 1),
     )
-    smi = _nvidia_smi("driver_version,clocks.sm,clocks.max.sm,clocks.mem,power.limit")
-    if smi:
-        fields = [f.strip() for f in smi.split(",")]
-        keys = ("driver", "sm_clock_mhz", "sm_clock_max_mhz", "mem_clock_mhz", "power_limit_w")
-        block.update(dict(zip(keys, fields, strict=False)))
+    for query, keys in SMI_FIELDS:  # separate queries: a field one driver lacks loses only its own
+        smi = _nvidia_smi(query)
+        if smi:
+            fields = [f.strip() for f in smi.split(",")]
+            block.update(dict(zip(keys, fields, strict=False)))
     return block
