@@ -65,6 +65,11 @@ HBM_DEPTH = {1: 2, 2: 2, 4: 2, 8: 2}
 # Static shared memory of split_gemv_nt{nt} (the host role's cross-warp sum + the last-CTA flag).
 STATIC_SMEM = {nt: WARPS * nt * 4 * 32 * 4 + 16 for nt in BATCH_TILES}
 HOST_BARRIER_SMEM = 8 * WARPS  # host_stage = 3: one mbarrier per warp (static, on top of STATIC_SMEM)
+
+
+def static_smem(nt: int, host_stage: int = 1) -> int:
+    """Static shared memory of split_gemv_nt{nt} built with ``host_stage``."""
+    return STATIC_SMEM[nt] + (HOST_BARRIER_SMEM if host_stage == 3 else 0)
 SMEM_PER_BLOCK_OPTIN = 232448  # H100/H200: 227 KB per CTA (static + dynamic)
 DTYPE_CODE = {torch.bfloat16: 0, torch.float16: 1}
 DTYPE_NAME = {torch.bfloat16: "bf16", torch.float16: "fp16"}
@@ -168,10 +173,11 @@ def smem_bytes(nt: int, *, hbm: bool, host: bool, hbm_depth: int, host_steps: in
     return need
 
 
-def max_hbm_depth(nt: int, smem_limit: int = SMEM_PER_BLOCK_OPTIN) -> int:
+def max_hbm_depth(nt: int, smem_limit: int = SMEM_PER_BLOCK_OPTIN, host_stage: int = 1) -> int:
     """The deepest HBM pipeline whose ring fits one CTA's shared memory (0: none does)."""
     for d in range(HBM_DEPTH_MAX, 0, -1):
-        if smem_bytes(nt, hbm=True, host=False, hbm_depth=d, host_steps=1) + STATIC_SMEM[nt] <= smem_limit:
+        ring = smem_bytes(nt, hbm=True, host=False, hbm_depth=d, host_steps=1)
+        if ring + static_smem(nt, host_stage) <= smem_limit:
             return d
     return 0
 
@@ -251,7 +257,7 @@ def plan_launch(n_rows: int, k: int, batch: int, n_hbm: int, *, slots: int, host
         raise InvalidArgumentError(f"host_steps = {host_steps} exceeds the kernel's {HOST_STEPS_MAX}")
     nt = batch_tiles(batch)
     check_host_stage(host_stage)
-    depth = default_hbm_depth(nt, smem_limit) if hbm_depth is None else hbm_depth
+    depth = default_hbm_depth(nt, smem_limit, host_stage) if hbm_depth is None else hbm_depth
     if isinstance(depth, bool) or not isinstance(depth, int) or not 1 <= depth <= HBM_DEPTH_MAX:
         raise InvalidArgumentError(f"hbm_depth must be an integer in 1..{HBM_DEPTH_MAX}, got {depth!r}")
     ksteps = -(-k // TILE_K)
@@ -261,10 +267,11 @@ def plan_launch(n_rows: int, k: int, batch: int, n_hbm: int, *, slots: int, host
     blocks_g = -(-n_hbm // rows_g)
     smem = smem_bytes(nt, hbm=blocks_g > 0, host=tiles_h > 0, hbm_depth=depth, host_steps=host_steps,
                       host_stage=host_stage)
-    if smem + STATIC_SMEM[nt] + (HOST_BARRIER_SMEM if host_stage == 3 else 0) > smem_limit:
+    if smem + static_smem(nt, host_stage) > smem_limit:
         raise InvalidArgumentError(fit_error(
             nt, batch, smem, smem_limit, hbm_depth=depth if blocks_g else None,
-            host_steps=host_steps if tiles_h else None, forced_depth=hbm_depth is not None))
+            host_steps=host_steps if tiles_h else None, forced_depth=hbm_depth is not None,
+            host_stage=host_stage))
     per_sm = MIN_CTAS_PER_SM[nt]
     mma_cap = mma_bytes_per_us(nt, per_sm)
 
@@ -313,15 +320,16 @@ def check_host_stage(host_stage: object) -> int:
     return host_stage
 
 
-def default_hbm_depth(nt: int, smem_limit: int = SMEM_PER_BLOCK_OPTIN) -> int:
+def default_hbm_depth(nt: int, smem_limit: int = SMEM_PER_BLOCK_OPTIN, host_stage: int = 1) -> int:
     """HBM_DEPTH[nt], lowered to the deepest ring that fits ``smem_limit``. The launch needs the
     larger of that ring and the host warps' tiles (at most host_stage_bytes(HOST_STEPS_MAX) = 40 KB,
     which fit with the static part on any GPU with >= 72 KB per CTA)."""
-    return max(1, min(HBM_DEPTH[nt], max_hbm_depth(nt, smem_limit)))  # 1 when none fits: plan_launch says so
+    best = max_hbm_depth(nt, smem_limit, host_stage)
+    return max(1, min(HBM_DEPTH[nt], best))  # 1 when none fits: plan_launch says so
 
 
 def fit_error(nt: int, batch: int, smem: int, limit: int, *, hbm_depth: int | None, host_steps: int | None,
-              forced_depth: bool = True, what: str = "") -> str:
+              forced_depth: bool = True, what: str = "", host_stage: int = 1) -> str:
     """The message for a launch whose shared memory does not fit, naming the arguments that set it."""
     parts = []
     if hbm_depth is not None:
@@ -330,9 +338,10 @@ def fit_error(nt: int, batch: int, smem: int, limit: int, *, hbm_depth: int | No
         parts.append(f"host_window = {host_steps * HOST_WINDOW_UNIT}")
     hint = ""
     if hbm_depth is not None:
-        best = max_hbm_depth(nt, limit)
+        best = max_hbm_depth(nt, limit, host_stage)
         hint = f" (hbm_depth <= {best} fits)" if best else " (no HBM ring fits at this batch tile)"
-    return (f"{' with '.join(parts) or 'this launch'} needs {smem} B of dynamic + {STATIC_SMEM[nt]} B of "
+    static = static_smem(nt, host_stage)
+    return (f"{' with '.join(parts) or 'this launch'} needs {smem} B of dynamic + {static} B of "
             f"static shared memory per CTA of split_gemv_nt{nt} at batch {batch}{what}; the GPU allows "
             f"{limit} B per CTA{hint}")
 
@@ -464,7 +473,7 @@ def plan_for(n: int, k: int, batch: int, n_hbm: int, dtype: torch.dtype, device_
     nt = batch_tiles(batch)
     info = gpu_info(device_index)
     limit = min(SMEM_PER_BLOCK_OPTIN, int(info.smem_per_block_optin))
-    if check_host_stage(host_stage) == 3 and not info.supports_clusters:
+    if host_stage == 3 and not info.supports_clusters:  # plan_launch checks the value itself
         raise UnsupportedDeviceError(
             f"host_stage = 3 bulk-copies host rows with cp.async.bulk, which needs compute capability "
             f"9.0 or newer; GPU {device_index} '{info.name}' is sm_{info.capability[0]}{info.capability[1]}")
@@ -480,7 +489,7 @@ def plan_for(n: int, k: int, batch: int, n_hbm: int, dtype: torch.dtype, device_
         raise InvalidArgumentError(fit_error(
             nt, batch, probe.smem, limit, hbm_depth=probe.hbm_depth if n_hbm else None,
             host_steps=host_steps if n_hbm < n else None, forced_depth=hbm_depth is not None,
-            what=": the driver's occupancy calculator fits no CTA per SM"))
+            what=": the driver's occupancy calculator fits no CTA per SM", host_stage=host_stage))
     if ctas_per_sm is not None:
         slots = min(slots, ctas_per_sm * info.sm_count)
     return plan_launch(n, k, batch, n_hbm, slots=slots, host_ctas=host_ctas, host_steps=host_steps,
