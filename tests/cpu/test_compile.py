@@ -57,6 +57,8 @@ extern "C" __global__ void __cluster_dims__(2, 1, 1) exercise(float* out, const 
     st_async_v4f32(peer + 16, make_float4(1, 2, 3, 4), peer_bar);
     fence_proxy_async_shared();
     cp_async_bulk_g2s(smem_u32(buf) + 64, src, 64, b);
+    cp_async_bulk_tensor_2d_g2s(smem_u32(buf), src, 0, 0, b);
+    cp_async_bulk_tensor_2d_g2s_multicast(smem_u32(buf), src, 0, 0, b, static_cast<u16>(3));
     mbarrier_expect_tx(b, 0);
     mbarrier_wait_parity(b, 0);
   }

@@ -9,6 +9,7 @@
 
 typedef unsigned int u32;
 typedef unsigned long long u64;
+typedef unsigned short u16;
 
 namespace smemkit {
 
@@ -159,6 +160,30 @@ __device__ __forceinline__ void cp_async_bulk_g2s(u32 dst_smem, const void* src,
       "cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], %2, [%3];" ::
           "r"(dst_smem),
       "l"(src), "r"(bytes), "r"(bar)
+      : "memory");
+}
+
+// Tensor copy (TMA) of one 2-D box of the tensor described by the tensor map at `tmap` (a
+// generic address of a 64-byte-aligned CUtensorMap in global memory) at element coordinates
+// (col, row) into this CTA's shared memory at `dst_smem` (1024-byte aligned under 128-byte
+// swizzle); completion counted on the local mbarrier `bar`.
+__device__ __forceinline__ void cp_async_bulk_tensor_2d_g2s(u32 dst_smem, const void* tmap, int col,
+                                                            int row, u32 bar) {
+  asm volatile(
+      "cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1, {%2, "
+      "%3}], [%4];" ::"r"(dst_smem),
+      "l"(tmap), "r"(col), "r"(row), "r"(bar)
+      : "memory");
+}
+// The same box delivered to the same shared-memory offset (and completed on the mbarrier at the
+// same offset) in every CTA of the cluster named in `cta_mask`: read once, landed in each.
+__device__ __forceinline__ void cp_async_bulk_tensor_2d_g2s_multicast(u32 dst_smem, const void* tmap,
+                                                                      int col, int row, u32 bar,
+                                                                      u16 cta_mask) {
+  asm volatile(
+      "cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes.multicast::"
+      "cluster [%0], [%1, {%2, %3}], [%4], %5;" ::"r"(dst_smem),
+      "l"(tmap), "r"(col), "r"(row), "r"(bar), "h"(cta_mask)
       : "memory");
 }
 

@@ -1,0 +1,242 @@
+"""Which instruction should read host tiles: the SMs' asynchronous copy engine (``cp.async.bulk``,
+TMA tensor copies, TMA multicast across a cluster) against 16-byte loads (issue 5's "choose by
+measurement and record the comparison").
+
+The split GEMV's own ``host_stage=3`` measured bulk copies of one row's 64-256 B each (16-22 GB/s
+against 51 GB/s for loads, ``benchmarks/results/h200/host_bulk/``); that left open whether larger
+copies, or 2-D tensor copies of the tiles a GEMM wants, reach the link. ``host_paths.cu`` answers
+it without a GEMM around it: each of H CTAs keeps ``stages`` copies of ``chunk`` / tile bytes in
+flight into a shared-memory ring, XORs every word that lands (checked on the host against the
+source), and refills the slot. The rate is bytes over the span of the CTAs' ``%globaltimer``
+stamps, as in the congestion probe, whose host role (``ld.global.cs``) is the load reference.
+
+With multicast (clusters of P CTAs), each rank copies 1/P of every tile to all P CTAs: the link
+carries each byte once and ``delivered_gbps`` = P x ``link_gbps``; a large-batch GEMM whose P
+CTAs share a host weight tile would read it once this way.
+"""
+
+from __future__ import annotations
+
+import ctypes
+from dataclasses import asdict, dataclass
+
+import numpy as np
+import torch
+
+from smemkit.errors import InvalidArgumentError, UnsupportedDeviceError
+
+SOURCE = "offload/host_paths.cu"
+THREADS = 128
+MAX_STAGES = 8
+ALIGN_SLACK = 1024  # the kernels round their ring up to 1024 bytes (128-byte swizzled boxes)
+BULK_PARAMS = ("ptr", "u64", "u32", "i32", "ptr")
+TMA_PARAMS = ("ptr", "i32", "i32", "i32", "i32", "i32", "ptr")
+TMA_COLS = 4096  # columns (bf16) of the matrix the TMA probe views the host buffer as
+TENSOR_MAP_BYTES = 128
+
+
+@dataclass(frozen=True)
+class PathPoint:
+    """One measurement: ``method`` (bulk, tma, tma_multicast), H CTAs, bytes per copy (a bulk
+    chunk or a whole tile), ring depth, cluster size P, the link rate and the rate at which bytes
+    landed in shared memory (P x link under multicast), and whether the data checked out."""
+
+    method: str
+    ctas: int
+    copy_bytes: int
+    stages: int
+    P: int
+    link_gbps: float
+    delivered_gbps: float
+    data_ok: bool
+
+    @property
+    def in_flight_bytes_per_cta(self) -> int:
+        return self.stages * self.copy_bytes
+
+    def as_dict(self) -> dict:
+        d = asdict(self)
+        d["in_flight_bytes_per_cta"] = self.in_flight_bytes_per_cta
+        return d
+
+
+def check_ring(copy_bytes: int, stages: int, smem_limit: int, what: str) -> int:
+    """Dynamic shared memory of a ring of ``stages`` slots of ``copy_bytes`` (with the alignment
+    slack), or a clear error naming what is allowed."""
+    if isinstance(stages, bool) or not isinstance(stages, int) or not 1 <= stages <= MAX_STAGES:
+        raise InvalidArgumentError(f"stages must be an integer in 1..{MAX_STAGES}, got {stages!r}")
+    if isinstance(copy_bytes, bool) or not isinstance(copy_bytes, int) or copy_bytes <= 0 or copy_bytes % 16:
+        raise InvalidArgumentError(f"{what} must be a positive multiple of 16 bytes, got {copy_bytes!r}")
+    smem = stages * copy_bytes + ALIGN_SLACK
+    if smem > smem_limit:
+        raise InvalidArgumentError(
+            f"{stages} stages x {copy_bytes} B ({what}) need {smem} B of shared memory per CTA; "
+            f"this GPU allows {smem_limit} B: fewer stages or smaller copies")
+    return smem
+
+
+def check_tile(tile_rows: int, tile_cols: int, P: int) -> int:
+    """Rows each CTA's box covers (tile_rows / P) for a TMA tile, or a clear error: the box is at
+    most 256 x 256 elements, its row a multiple of 16 bytes, at most 128 bytes when swizzled."""
+    if P not in (1, 2, 4):
+        raise InvalidArgumentError(f"cluster size P must be 1, 2 or 4, got {P!r}")
+    if isinstance(tile_rows, bool) or not isinstance(tile_rows, int) or tile_rows <= 0 or tile_rows % P:
+        raise InvalidArgumentError(f"tile_rows must be a positive multiple of P = {P}, got {tile_rows!r}")
+    box_rows = tile_rows // P
+    if box_rows > 256:
+        raise InvalidArgumentError(f"tile_rows / P = {box_rows}: a TMA box has at most 256 rows")
+    if tile_cols not in (64, 128, 256) or TMA_COLS % tile_cols:
+        raise InvalidArgumentError(f"tile_cols must be 64 (128-byte swizzle), 128 or 256, got {tile_cols!r}")
+    return box_rows
+
+
+def xor_words(data: np.ndarray) -> int:
+    """XOR of the 32-bit words of a byte array (its length a multiple of 4)."""
+    return int(np.bitwise_xor.reduce(data.view(np.uint32))) if data.size else 0
+
+
+def link_rate(stats: np.ndarray, P: int = 1) -> tuple[float, float]:
+    """(link GB/s, delivered GB/s) from per-CTA stats rows (start ns, end ns, bytes landed, xor):
+    bytes over the span from the first start to the last end; the link carried 1/P of what
+    landed."""
+    span = int(stats[:, 1].max()) - int(stats[:, 0].min())
+    landed = int(stats[:, 2].sum())
+    if span <= 0:
+        raise InvalidArgumentError("the probe's timer span is not positive")
+    return landed / P / span, landed / span
+
+
+class HostPathProbe:
+    """Compiles ``host_paths.cu`` for the current GPU and owns ``host_mib`` of pinned host memory
+    filled with a known pattern, which both probes read."""
+
+    def __init__(self, host_mib: int = 256) -> None:
+        from smemkit.offload.pinned import PinnedBuffer
+        from smemkit.runtime.compiler import package_source
+        from smemkit.runtime.device import gpu_info, require_gpu
+        from smemkit.runtime.launch import KernelModule
+
+        self.device_index = require_gpu()
+        info = gpu_info(self.device_index)
+        if info.capability < (9, 0):
+            raise UnsupportedDeviceError(
+                f"the host-path probe needs the sm_90 copy engine (bulk and tensor copies); GPU "
+                f"{self.device_index} is sm_{info.capability[0]}{info.capability[1]}")
+        self.smem_limit = info.smem_per_block_optin - 256  # the kernels' static mbarriers
+        module = KernelModule(package_source(SOURCE), "offload/host_paths")
+        self.bulk_kernel = module.function("host_bulk_probe", BULK_PARAMS)
+        self.tma_kernel = module.function("host_tma_probe", TMA_PARAMS)
+        self.host = PinnedBuffer(host_mib << 20, device=self.device_index)
+        words = self.host.tensor(torch.int32)
+        words.copy_(torch.randint(-(2 ** 31), 2 ** 31 - 1, (words.numel(),), dtype=torch.int32,
+                                  generator=torch.Generator().manual_seed(0)))
+        self.bytes = np.frombuffer(self.host.tensor(torch.uint8).numpy(), dtype=np.uint8)
+        self.stats = torch.zeros(4 * 1024, dtype=torch.int64, device=f"cuda:{self.device_index}")
+        self.tmaps: dict[tuple[int, int], torch.Tensor] = {}
+
+    def bulk(self, ctas: int, chunk: int, stages: int, nbytes: int | None = None) -> PathPoint:
+        """H CTAs read ``nbytes`` (default: the whole buffer) by bulk copies of ``chunk`` bytes."""
+        smem = check_ring(chunk, stages, self.smem_limit, "chunk")
+        nbytes = self.host.nbytes if nbytes is None else nbytes
+        n_chunks = nbytes // chunk
+        self._check_ctas(ctas, n_chunks)
+        self.stats.zero_()
+        self.bulk_kernel.launch(ctas, THREADS, self.host.device_ptr, n_chunks, chunk, stages,
+                                self.stats, smem=smem)
+        stats = self._stats(ctas)
+        expect = xor_words(self.bytes[: n_chunks * chunk])
+        link, delivered = link_rate(stats)
+        return PathPoint("bulk", ctas, chunk, stages, 1, link, delivered,
+                         self._xor(stats) == expect and int(stats[:, 2].sum()) == n_chunks * chunk)
+
+    def tma(self, ctas: int, tile_rows: int, stages: int, *, tile_cols: int = 64, P: int = 1,
+            nbytes: int | None = None) -> PathPoint:
+        """H CTAs (H / P clusters) read ``nbytes`` as tiles of tile_rows x tile_cols bf16 by tensor
+        copies; with P > 1 each tile is multicast to the P CTAs of a cluster."""
+        box_rows = check_tile(tile_rows, tile_cols, P)
+        tile_bytes = tile_rows * tile_cols * 2
+        smem = check_ring(tile_bytes, stages, self.smem_limit, "tile")
+        rows = (self.host.nbytes if nbytes is None else nbytes) // (TMA_COLS * 2) // tile_rows * tile_rows
+        tiles_per_band = TMA_COLS // tile_cols
+        n_tiles = rows // tile_rows * tiles_per_band
+        if ctas % P:
+            raise InvalidArgumentError(f"ctas = {ctas} must be a multiple of the cluster size P = {P}")
+        self._check_ctas(ctas // P, n_tiles)
+        tmap = self._tensor_map(box_rows, tile_cols)
+        self.stats.zero_()
+        self.tma_kernel.launch(ctas, THREADS, tmap, n_tiles, tiles_per_band, box_rows, tile_cols, stages,
+                               self.stats, smem=smem, cluster=P)
+        stats = self._stats(ctas)
+        leaders = stats[::P]  # rank 0 of each cluster: every tile of the cluster landed there
+        expect = xor_words(self.bytes[: rows * TMA_COLS * 2])
+        link, delivered = link_rate(stats, P)
+        ok = self._xor(leaders) == expect and int(stats[:, 2].sum()) == P * n_tiles * tile_bytes
+        return PathPoint("tma" if P == 1 else "tma_multicast", ctas, tile_bytes, stages, P, link,
+                         delivered, ok)
+
+    def free(self) -> None:
+        self.host.free()
+
+    def _check_ctas(self, units: int, pieces: int) -> None:
+        if isinstance(units, bool) or not isinstance(units, int) or not 1 <= units <= min(1024, pieces):
+            raise InvalidArgumentError(f"ctas (clusters) must be in 1..{min(1024, pieces)}, got {units!r}")
+
+    def _stats(self, ctas: int) -> np.ndarray:
+        torch.cuda.synchronize(self.device_index)
+        return self.stats.view(-1, 4)[:ctas].cpu().numpy().astype(np.uint64)
+
+    @staticmethod
+    def _xor(stats: np.ndarray) -> int:
+        return int(np.bitwise_xor.reduce(stats[:, 3].astype(np.uint32))) if len(stats) else 0
+
+    def _tensor_map(self, box_rows: int, tile_cols: int) -> torch.Tensor:
+        """The tensor map (in device memory, 64-byte aligned) viewing the pinned buffer as a
+        row-major bf16 matrix of TMA_COLS columns, with a box of box_rows x tile_cols."""
+        key = (box_rows, tile_cols)
+        if key not in self.tmaps:
+            from cuda.bindings import driver
+
+            rows = self.host.nbytes // (TMA_COLS * 2)
+            swizzle = (driver.CUtensorMapSwizzle.CU_TENSOR_MAP_SWIZZLE_128B if tile_cols * 2 == 128
+                       else driver.CUtensorMapSwizzle.CU_TENSOR_MAP_SWIZZLE_NONE)
+            err, tmap = driver.cuTensorMapEncodeTiled(
+                driver.CUtensorMapDataType.CU_TENSOR_MAP_DATA_TYPE_BFLOAT16, 2, self.host.device_ptr,
+                [TMA_COLS, rows], [TMA_COLS * 2], [tile_cols, box_rows], [1, 1],
+                driver.CUtensorMapInterleave.CU_TENSOR_MAP_INTERLEAVE_NONE, swizzle,
+                driver.CUtensorMapL2promotion.CU_TENSOR_MAP_L2_PROMOTION_L2_128B,
+                driver.CUtensorMapFloatOOBfill.CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE)
+            if int(err) != 0:
+                raise UnsupportedDeviceError(f"cuTensorMapEncodeTiled refused the pinned buffer: {err}")
+            raw = ctypes.string_at(tmap.getPtr(), TENSOR_MAP_BYTES)
+            dev = torch.frombuffer(bytearray(raw), dtype=torch.uint8).to(f"cuda:{self.device_index}")
+            if dev.data_ptr() % 64:
+                raise UnsupportedDeviceError("the tensor map's device copy is not 64-byte aligned")
+            self.tmaps[key] = dev
+        return self.tmaps[key]
+
+
+def sweep(probe: HostPathProbe, *, ctas: tuple[int, ...], bulk_chunks: tuple[int, ...],
+          tma_tiles: tuple[int, ...], stages: tuple[int, ...], clusters: tuple[int, ...] = (2, 4),
+          progress=lambda _m: None) -> list[PathPoint]:
+    """Every (method, H, copy size, stages) point that fits; multicast at the largest tile only."""
+    points: list[PathPoint] = []
+
+    def run(fn, *args, **kw) -> None:
+        try:
+            p = fn(*args, **kw)
+        except InvalidArgumentError:
+            return  # does not fit shared memory at this depth
+        progress(f"{p.method:13s} H={p.ctas:3d} P={p.P} copy={p.copy_bytes // 1024:3d} KB x {p.stages}: "
+                 f"link {p.link_gbps:6.2f} GB/s, delivered {p.delivered_gbps:6.2f}, data ok {p.data_ok}")
+        points.append(p)
+
+    for h in ctas:
+        for s in stages:
+            for chunk in bulk_chunks:
+                run(probe.bulk, h, chunk, s)
+            for rows in tma_tiles:
+                run(probe.tma, h, rows, s)
+            for P in clusters:
+                if h % P == 0:
+                    run(probe.tma, h, max(tma_tiles), s, P=P)
+    return points
