@@ -32,8 +32,8 @@ from smemkit.offload.host_paths import HostPathProbe, PathPoint
 
 ROOT = Path(__file__).resolve().parent.parent
 DEFAULT_OUT = ROOT / "benchmarks" / "results" / "h200" / "host_paths.json"
-CTAS = (1, 2, 4, 8, 16, 32, 64, 132)
-BULK_CHUNKS = (4096, 16384, 32768)
+CTAS = (1, 2, 4, 8, 16, 32, 132)
+BULK_CHUNKS = (256, 1024, 4096, 16384, 32768)
 TMA_ROWS = (64, 128, 256)  # x 64 bf16 columns (128 B, 128-byte swizzle): 8, 16, 32 KB tiles
 STAGES = (2, 4, 6)
 LOAD_WINDOWS = (16384, 65536)

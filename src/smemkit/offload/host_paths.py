@@ -201,7 +201,9 @@ class HostPathProbe:
                        else driver.CUtensorMapSwizzle.CU_TENSOR_MAP_SWIZZLE_NONE)
             err, tmap = driver.cuTensorMapEncodeTiled(
                 driver.CUtensorMapDataType.CU_TENSOR_MAP_DATA_TYPE_BFLOAT16, 2, self.host.device_ptr,
-                [TMA_COLS, rows], [TMA_COLS * 2], [tile_cols, box_rows], [1, 1],
+                [driver.cuuint64_t(TMA_COLS), driver.cuuint64_t(rows)], [driver.cuuint64_t(TMA_COLS * 2)],
+                [driver.cuuint32_t(tile_cols), driver.cuuint32_t(box_rows)],
+                [driver.cuuint32_t(1), driver.cuuint32_t(1)],
                 driver.CUtensorMapInterleave.CU_TENSOR_MAP_INTERLEAVE_NONE, swizzle,
                 driver.CUtensorMapL2promotion.CU_TENSOR_MAP_L2_PROMOTION_L2_128B,
                 driver.CUtensorMapFloatOOBfill.CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE)
