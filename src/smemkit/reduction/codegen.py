@@ -47,11 +47,6 @@ class Variant:
     control: bool = False  # work-free twin for the cost model's T_ctrl: no loads, no outputs
     prefetch: bool = False  # persistent, two row buffers: stage row r+1 while computing row r
     vregs: int = 0  # regs only: 16-byte vectors per thread held in registers for each input
-    # staged / cluster: stage the slice of the per-column parameters (layernorm's gamma) in shared
-    # memory once (True), or load it from global memory, where it stays in the L2, in every pass
-    # (False: less shared memory per CTA, so more CTAs per SM)
-    stage_columns: bool = True
-    ctas_per_sm: int = 0  # __launch_bounds__ minimum CTAs per SM (0: the kind's default)
 
     def __post_init__(self) -> None:
         if self.kind not in VARIANTS:
@@ -70,10 +65,6 @@ class Variant:
             raise InvalidArgumentError(f"threads = {self.threads}: a multiple of 32 from 64 to 1024")
         if self.prefetch and not self.staged:
             raise InvalidArgumentError("prefetch applies to the staged and cluster variants only")
-        if not self.stage_columns and not self.staged:
-            raise InvalidArgumentError("stage_columns=False applies to the staged and cluster variants only")
-        if not 0 <= self.ctas_per_sm <= 32:
-            raise InvalidArgumentError(f"ctas_per_sm = {self.ctas_per_sm}: 0 (the default) to 32")
 
     @property
     def staged(self) -> bool:
@@ -95,9 +86,7 @@ class Variant:
     @property
     def min_blocks(self) -> int:
         """__launch_bounds__ minimum CTAs per SM (64 registers per thread at 1024 and 512
-        threads; the re-read kernel's 256 threads get 128), unless ``ctas_per_sm`` says."""
-        if self.ctas_per_sm:
-            return self.ctas_per_sm
+        threads; the re-read kernel's 256 threads get 128)."""
         if self.kind in ("reread_l2", "regs"):
             return max(1, 1024 // self.threads)
         return 2 if self.kind == "reread" else 1
@@ -112,8 +101,7 @@ class Variant:
             base = self.kind
         if self.threads != DEFAULT_THREADS.get(self.kind, 256):
             base += f"_t{self.threads}"
-        return (base + ("_pf" if self.prefetch else "") + ("" if self.stage_columns else "_gcol")
-                + (f"_m{self.ctas_per_sm}" if self.ctas_per_sm else "") + ("_control" if self.control else ""))
+        return base + ("_pf" if self.prefetch else "") + ("_control" if self.control else "")
 
 
 # reread_l2: at most this many 16-byte vectors (4 registers each) a thread loads across the inputs
@@ -159,8 +147,7 @@ def dynamic_smem_bytes(spec: ReductionSpec, variant: Variant, N: int) -> int:
     if not variant.staged:
         return 0
     buffers = 2 if variant.prefetch else 1
-    columns = len(spec.columns) if variant.stage_columns else 0
-    return (buffers * len(spec.staged_inputs) + columns) * cap_vectors(N, variant.P) * 16
+    return (buffers * len(spec.staged_inputs) + len(spec.columns)) * cap_vectors(N, variant.P) * 16
 
 
 def _rename(spec: ReductionSpec) -> dict[str, str]:
@@ -183,7 +170,7 @@ def generate(spec: ReductionSpec, variant: Variant) -> str:
                   for n in spec.inputs if any(n in p for p in spec.pass_inputs)}
     exact_last_use = variant.kind in ("reread_l2", "regs")
     pass_counter = [0]
-    staged_cols = list(spec.columns) if variant.staged and variant.stage_columns else []
+    staged_cols = list(spec.columns) if variant.staged else []
     rename = _rename(spec)
     lets = dict(spec.lets)
     q = [len(s.stats) for s in spec.stages]
