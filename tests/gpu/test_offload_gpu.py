@@ -72,6 +72,26 @@ def test_all_hbm_weight_runs_cublas_unless_a_path_is_forced(path, batch):
             assert torch.equal(got, F.linear(x, w, b))
 
 
+@pytest.mark.parametrize("ratio", [0.0, 0.3, 1.0])
+@pytest.mark.parametrize("batch", [3, 20])
+def test_inf_and_nan_inputs_propagate_as_in_float64(ratio, batch):
+    """x row 0 holds +inf at k = 3 (every weight of column 3 positive: every output +inf), row 1 a
+    NaN at k = 70; K = 200 leaves a partial last k-chunk, whose stale stage bytes (earlier chunks'
+    x, incl. the inf) must not leak into the finite rows or turn +inf into NaN."""
+    n, k = 300, 200
+    w, x, b = make(n, k, batch, torch.bfloat16)
+    w[:, 3] = w[:, 3].abs() + 0.125
+    x[0, 3] = float("inf")
+    x[1, 70] = float("nan")
+    ref = reference(x, w)
+    with SplitWeight(w, ratio) as sw:
+        got = split_linear(x, sw, out=poisoned(batch, n, torch.bfloat16), path="kernel").double()
+    assert torch.isposinf(got[0]).all() and torch.isposinf(ref[0]).all()
+    assert torch.isnan(got[1]).all() and torch.isnan(ref[1]).all()
+    assert torch.isfinite(got[2:]).all()
+    assert rel_err(got[2:], ref[2:]) < TOL[torch.bfloat16]
+
+
 @pytest.mark.parametrize(("split_g", "split_h"), [(1, 1), (2, 3), (7, 5), (64, 16)])
 def test_forced_k_splits_reduce_correctly_and_leave_counters_zero(split_g, split_h):
     w, x, b = make(1000, 2056, 24, torch.bfloat16, bias=True)
