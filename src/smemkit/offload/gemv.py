@@ -46,7 +46,6 @@ WARPS = 8
 TILE_M = 16
 TILE_K = 64  # k per pipeline stage (128 bytes of a bf16/fp16 row)
 ROW_BYTES = TILE_K * 2
-STAGE_ROW_BYTES = ROW_BYTES + 16  # a row's place in an HBM ring slot: its 128 bytes + 16 of padding
 HOST_ROWS = TILE_M  # rows per host unit (one 16-row tile, run 6's host scheme)
 HOST_KSTEP = 32  # k per host k-step (a host warp's group is host_steps of them)
 HOST_STEPS_MAX = 4
@@ -63,9 +62,8 @@ MIN_CTAS_PER_SM = {1: 2, 2: 2, 4: 2, 8: 1}
 # commit 363b08b) measured depth 2 faster than 3 at every r = 0 point it timed (e.g. 8192x28672,
 # B = 1: 1.19x cuBLAS vs 1.53x).
 HBM_DEPTH = {1: 2, 2: 2, 4: 2, 8: 2}
-# Static shared memory of split_gemv_nt{nt}: the host role's cross-warp sum, the HBM ring's
-# mbarriers (one per slot, HBM_DEPTH_MAX + 1) and the last-CTA flag.
-STATIC_SMEM = {nt: WARPS * nt * 4 * 32 * 4 + 8 * (HBM_DEPTH_MAX + 1) + 16 for nt in BATCH_TILES}
+# Static shared memory of split_gemv_nt{nt} (the host role's cross-warp sum + the last-CTA flag).
+STATIC_SMEM = {nt: WARPS * nt * 4 * 32 * 4 + 16 for nt in BATCH_TILES}
 HOST_BARRIER_SMEM = 8 * WARPS  # host_stage = 3: one mbarrier per warp (static, on top of STATIC_SMEM)
 
 
@@ -166,11 +164,10 @@ def host_stage_bytes(host_steps: int, host_stage: int = 1) -> int:
 def smem_bytes(nt: int, *, hbm: bool, host: bool, hbm_depth: int, host_steps: int,
                host_stage: int = 1) -> int:
     """Dynamic shared memory of one launch: the larger of the roles present: the HBM ring
-    (depth + 1 slots of (HBM_ROWS + 8 nt x rows) x STAGE_ROW_BYTES) and the host warps' staging
-    tiles."""
+    (depth + 1 stages of (HBM_ROWS + 8 nt x rows) x 128 bytes) and the host warps' staging tiles."""
     need = 0
     if hbm:
-        need = max(need, (hbm_depth + 1) * (HBM_ROWS[nt] + 8 * nt) * STAGE_ROW_BYTES)
+        need = max(need, (hbm_depth + 1) * (HBM_ROWS[nt] + 8 * nt) * ROW_BYTES)
     if host:
         need = max(need, host_stage_bytes(host_steps, host_stage))
     return need

@@ -34,17 +34,14 @@
 // across all of its units (the loads of the next unit are in flight while the current unit stores
 // its result), so a unit boundary costs no pipeline drain.
 //
-// HBM loads: the copy engine (cp.async.bulk) brings each row's 128 bytes of a stage (64 k) into a
-// ring of shared-memory stages, one copy per row issued by one thread, completing on the slot's
-// mbarrier: no registers held by loads in flight and about one instruction per row, where 16-byte
-// cp.async copies cost a CTA ~160 warp instructions per KB of weight (Nsight Compute on the H200,
-// benchmarks/results/h200/gemv_bulk/). x (B rows x 64 k per stage) comes into the same stage, so
-// the x fragments come from shared memory like the weight fragments. Shared layout of a stage: row
-// r (weight rows first, then 8 * NT x rows) at r * STAGE_ROW_BYTES (128 B of data + 16 B of
-// padding): the eight rows an ldmatrix phase reads sit in eight distinct 16-byte bank groups.
-// Rows past the weight's end or past B are not copied (their products land only in outputs that
-// are not stored); in a k-chunk past K's end the copies are shorter and the tail of every copied
-// row is zeroed before the math (stale values there could be inf).
+// HBM loads: cp.async.cg (LDGSTS, 16 B per thread, L1 bypassed) straight into a ring of shared-
+// memory stages: 8 consecutive threads copy one row's 128 B, so every warp instruction reads whole
+// 128-byte lines (4 rows x 128 B), and no registers are held by loads in flight. x (B x 64 k per
+// stage) is copied into the same stage, so the x fragments come from shared memory like the weight
+// fragments: nothing on the critical path waits for an L2 round trip except the pipeline's head.
+// Shared layout of a stage: row r (weight rows first, then 8 * NT x rows) at r * 128 B, its 16-byte
+// chunk c at position c ^ 4 * (r & 1): the fragment reads of a quarter warp (rows 2q, 2q + 1,
+// chunks 4s .. 4s + 3) then hit 32 distinct banks, and so do the copies (one row per 8 threads).
 //
 // Host loads: 16-byte register loads through the mapped pointer (HOST_LOAD). With HOST_STAGE >= 1
 // a warp's group (16 rows x host_steps * 64 B) is loaded chunk-major, so consecutive lanes read
@@ -100,11 +97,11 @@
 #define GEMV_WARPS 8
 #define TILE_M 16
 #define TILE_K 64
+#define ROW_CHUNKS 8
 #define HOST_ROWS 16
 #define HOST_KSTEP 32
 #define HOST_STEPS_MAX 4
 #define HBM_DEPTH_MAX 7
-#define STAGE_ROW_BYTES 144
 
 
 namespace sgemv {
@@ -144,6 +141,30 @@ struct HbmMt<8> {
   static constexpr int value = HBM_MT_NT8;
 };
 
+// 16 bytes global -> shared, asynchronously; src_bytes = 0 writes zeros and reads nothing.
+__device__ __forceinline__ void cp_async16(u32 dst, const void* src, u32 src_bytes) {
+  asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;" ::"r"(dst), "l"(src), "r"(src_bytes)
+               : "memory");
+}
+__device__ __forceinline__ void cp_async_commit() { asm volatile("cp.async.commit_group;" ::: "memory"); }
+template <int N>
+__device__ __forceinline__ void cp_async_wait() {
+  asm volatile("cp.async.wait_group %0;" ::"n"(N) : "memory");
+}
+// wait_group takes an immediate: at most n of this thread's groups may still be pending.
+__device__ __forceinline__ void cp_async_wait_dyn(int n) {
+  switch (n) {
+    case 0: cp_async_wait<0>(); break;
+    case 1: cp_async_wait<1>(); break;
+    case 2: cp_async_wait<2>(); break;
+    case 3: cp_async_wait<3>(); break;
+    case 4: cp_async_wait<4>(); break;
+    case 5: cp_async_wait<5>(); break;
+    case 6: cp_async_wait<6>(); break;
+    default: cp_async_wait<7>(); break;
+  }
+}
+
 // Host weight rows, through the mapped (UVA) pointer of pinned memory, into registers.
 __device__ __forceinline__ uint4 ld_weight_host(const u16* p) {
 #if HOST_LOAD == 0
@@ -167,6 +188,9 @@ __device__ __forceinline__ float to_f32(u16 h) {
   return f;
 #endif
 }
+
+// Position (in 16-byte chunks) of chunk c of stage row r.
+__device__ __forceinline__ int swz(int r, int c) { return r * ROW_CHUNKS + (c ^ ((r & 1) << 2)); }
 
 // Store one 16-row accumulator tile: rows n0 + g (+8) of the output (global row numbers), valid
 // below row_end; batch columns nt*8 + 2t + j. With `part` (a workspace slice) the fp32 partial is
@@ -315,64 +339,67 @@ struct Args {
   int N, K, B, n_hbm, host_ctas, host_steps, split_g, steps_g, split_h, steps_h, hbm_depth;
 };
 
-// One stage of the HBM role into the slot at shared address `slot`: weight rows [r0, r0 + R) of
-// `src` that exist (below rows_valid) at stage rows 0.., x rows [0, B) at stage rows R.., each
-// row's part of k-chunk kc (64 k) by one cp.async.bulk completing on `bar`.
-template <int R>
-__device__ __forceinline__ void issue_stage(u32 slot, u32 bar, const u16* __restrict__ src, int r0,
-                                            int rows_valid, const u16* __restrict__ x, int B, int K,
-                                            int kc) {
+// One stage of a role: weight rows [r0, r0 + R) of `src` (rows_valid rows of K), k-chunk kc
+// (64 k), and x rows [0, 8 NT), into the stage at shared address `slot`. Out-of-range rows / k
+// are zero-filled (K is a multiple of 8, so a 16-byte chunk is wholly in or out).
+template <int NT, int R, bool WEIGHT>
+__device__ __forceinline__ void issue_stage(u32 slot, const u16* __restrict__ src, int r0,
+                                            int rows_valid, const u16* __restrict__ x, int B,
+                                            int K, int kc) {
   const int k0 = kc * TILE_K;
-  const u32 bytes = static_cast<u32>(min(TILE_K, K - k0)) * 2u;
-  const int wrows = min(R, rows_valid - r0);
-  if (threadIdx.x == 0) mbarrier_arrive_expect_tx(bar, static_cast<u32>(wrows + B) * bytes);
-  for (int i = threadIdx.x; i < wrows + B; i += GEMV_THREADS) {
-    const bool w = i < wrows;
-    const u16* p = w ? src + static_cast<u64>(r0 + i) * K + k0 : x + static_cast<u64>(i - wrows) * K + k0;
-    cp_async_bulk_g2s(slot + (w ? i : R + i - wrows) * STAGE_ROW_BYTES, p, bytes, bar);
-  }
-}
-
-// A k-chunk past K's end: zero the tail (bytes .. 127) of every row the stage copied, so the
-// products there are 0 * 0; then make the zeros visible to the math and order them before the
-// copy engine's next writes to the slot.
-template <int R>
-__device__ __forceinline__ void zero_stage_tail(u32 slot, int wrows, int B, u32 bytes) {
-  const int per = static_cast<int>(128u - bytes) / 16;
-  for (int i = threadIdx.x; i < (wrows + B) * per; i += GEMV_THREADS) {
-    const int rr = i / per;
-    const int row = rr < wrows ? rr : R + rr - wrows;
-    st_shared_zero16(slot + row * STAGE_ROW_BYTES + bytes + (i - rr * per) * 16);
-  }
-  fence_proxy_async_shared();
-  __syncthreads();
-}
-
-// Multiply one stage: warp w takes the 16-row tiles w * MT .. w * MT + MT - 1 of the stage's R
-// rows against every batch tile. Operands by ldmatrix: the weight tile's four 8x8 blocks are
-// rows 0-7 / 8-15 x the k-step's two 16-byte chunks (the mma's a0..a3); one ldmatrix.x4 of a batch
-// tile's 8 x rows covers 32 k (b0, b1 of two k-steps).
-template <int NT, int MT, int R>
-__device__ __forceinline__ void compute_stage(float (&acc)[MT][NT][4], u32 slot, int B, int warp,
-                                              int lane) {
-  const u32 a_base = slot + (warp * MT * TILE_M + (lane & 7) + (lane & 8)) * STAGE_ROW_BYTES + (lane >> 4) * 16;
-  const u32 x_base = slot + (R + (lane & 7)) * STAGE_ROW_BYTES + (lane >> 3) * 16;
+  if (WEIGHT) {
 #pragma unroll
-  for (int h = 0; h < 2; ++h) {
-    u32 xb[NT][4];
+    for (int j = 0; j < R * ROW_CHUNKS / GEMV_THREADS; ++j) {
+      const int q = j * GEMV_THREADS + static_cast<int>(threadIdx.x);
+      const int row = q >> 3, c = q & 7;
+      const int k = k0 + 8 * c;
+      const bool ok = r0 + row < rows_valid && k < K;
+      const u16* p = ok ? src + static_cast<u64>(r0 + row) * K + k : src;
+      cp_async16(slot + swz(row, c) * 16, p, ok ? 16u : 0u);
+    }
+  }
+  const u32 xs = slot + R * ROW_CHUNKS * 16;
+#pragma unroll
+  for (int j = 0; j < (8 * NT * ROW_CHUNKS + GEMV_THREADS - 1) / GEMV_THREADS; ++j) {
+    const int q = j * GEMV_THREADS + static_cast<int>(threadIdx.x);
+    if (q < 8 * NT * ROW_CHUNKS) {
+      const int row = q >> 3, c = q & 7;
+      const int k = k0 + 8 * c;
+      const bool ok = row < B && k < K;
+      const u16* p = ok ? x + static_cast<u64>(row) * K + k : x;
+      cp_async16(xs + swz(row, c) * 16, p, ok ? 16u : 0u);
+    }
+  }
+}
+
+// Multiply one stage: warp w takes 16-row tiles (w % MW) * MT .. + MT - 1 (MW = 8 / KWS warps per
+// k-half) and, with KWS = 2, only the k-half w / MW of the stage's 64 k. The HBM role uses KWS = 1
+// (KWS = 2 served the stage-ring host role of commit 363b08b, now replaced).
+template <int NT, int MT, int KWS, int R>
+__device__ __forceinline__ void compute_stage(float (&acc)[MT][NT][4], const uint4* slot, int B,
+                                              int warp, int g, int t) {
+  constexpr int MW = GEMV_WARPS / KWS;
+  const uint4* xs = slot + R * ROW_CHUNKS;
+  const int mrow0 = (warp % MW) * MT * TILE_M;
+#pragma unroll
+  for (int s = 0; s < 2; ++s) {
+    if (KWS == 2 && s != warp / MW) continue;
+    const int c = 4 * s + t;
+    uint4 xf[NT];
 #pragma unroll
     for (int nt = 0; nt < NT; ++nt) {
-      if (nt * 8 < B) ldmatrix_x4(xb[nt], x_base + nt * 8 * STAGE_ROW_BYTES + h * 64);
+      if (nt * 8 < B) xf[nt] = xs[swz(nt * 8 + g, c)];
     }
 #pragma unroll
-    for (int s = 0; s < 2; ++s) {
+    for (int mt = 0; mt < MT; ++mt) {
+      const int r = mrow0 + mt * TILE_M + g;
+      const uint4 wa = slot[swz(r, c)];
+      const uint4 wb = slot[swz(r + 8, c)];
 #pragma unroll
-      for (int mt = 0; mt < MT; ++mt) {
-        u32 w[4];
-        ldmatrix_x4(w, a_base + mt * TILE_M * STAGE_ROW_BYTES + (4 * h + 2 * s) * 16);
-#pragma unroll
-        for (int nt = 0; nt < NT; ++nt) {
-          if (nt * 8 < B) mma16816(acc[mt][nt], w[0], w[1], w[2], w[3], xb[nt][2 * s], xb[nt][2 * s + 1]);
+      for (int nt = 0; nt < NT; ++nt) {
+        if (nt * 8 < B) {
+          mma16816(acc[mt][nt], wa.x, wb.x, wa.y, wb.y, xf[nt].x, xf[nt].y);
+          mma16816(acc[mt][nt], wa.z, wb.z, wa.w, wb.w, xf[nt].z, xf[nt].w);
         }
       }
     }
@@ -381,15 +408,14 @@ __device__ __forceinline__ void compute_stage(float (&acc)[MT][NT][4], u32 slot,
 
 // The HBM role's whole job. The CTA's units are first, first + stride, ... < units; unit u is row
 // block u / split (R rows) x k-split u % split (cps k-chunks). Stage q of the CTA's sequence is
-// chunk q % cps of its unit q / cps; the ring holds depth + 1 slots, `depth` of them in flight
-// while the oldest is multiplied. A stage whose k-chunk lies past K (the last split's spare
-// chunks) is neither copied nor waited for.
+// chunk q % cps of its unit q / cps; the ring holds depth + 1 stages, `depth` of them in flight
+// while the oldest is multiplied.
 template <int NT, int MT>
 __device__ __forceinline__ void hbm_role(const Args& a, const u16* __restrict__ src, int rows_valid,
                                          int split, int cps, int first, int stride, int units,
-                                         int depth, u32* counters, uint4* ring, u64* bars, int* s_last) {
+                                         int depth, u32* counters, uint4* ring, int* s_last) {
   constexpr int R = GEMV_WARPS * MT * TILE_M;
-  constexpr int SLOT = (R + 8 * NT) * STAGE_ROW_BYTES;
+  constexpr int SLOT = (R + 8 * NT) * ROW_CHUNKS;  // in uint4
   const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
   const int g = lane >> 2, t = lane & 3;
   const int kchunks = (a.K + TILE_K - 1) / TILE_K;
@@ -398,11 +424,6 @@ __device__ __forceinline__ void hbm_role(const Args& a, const u16* __restrict__ 
   const int nslots = depth + 1;
   const u32 ring_addr = smem_u32(ring);
   const int mrow0 = warp * MT * TILE_M;
-  if (threadIdx.x == 0) {
-    for (int i = 0; i < nslots; ++i) mbarrier_init(smem_u32(&bars[i]), 1);
-    fence_mbarrier_init_cluster();
-  }
-  __syncthreads();
 
   float acc[MT][NT][4];
 #pragma unroll
@@ -424,10 +445,11 @@ __device__ __forceinline__ void hbm_role(const Args& a, const u16* __restrict__ 
       int rb, sp, c, kc;
       locate(q, rb, sp, c, kc);
       if (kc < kchunks) {
-        issue_stage<R>(ring_addr + slot_index * SLOT, smem_u32(&bars[slot_index]), src, rb * R, rows_valid,
-                       a.x, a.B, a.K, kc);
+        issue_stage<NT, R, true>(ring_addr + slot_index * SLOT * 16, src, rb * R, rows_valid, a.x, a.B,
+                                 a.K, kc);
       }
     }
+    cp_async_commit();
   };
   // After the last stage of a unit: the result (or this split's partial) goes out.
   auto epilogue = [&](int rb, int sp) {
@@ -448,27 +470,17 @@ __device__ __forceinline__ void hbm_role(const Args& a, const u16* __restrict__ 
 
 #pragma unroll 1
   for (int q = 0; q < depth; ++q) issue(q, q);
-  u32 parity = 0;  // bit i: the phase of slot i's barrier that the next wait on it completes
 #pragma unroll 1
   for (int q = 0; q < total; ++q) {
-    const int si = q % nslots;
+    cp_async_wait_dyn(depth - 1);  // this thread's copies of stage q have landed
+    __syncthreads();               // everyone's have, and stage q - 1's slot is free again
+    issue(q + depth, (q + depth) % nslots);
     int rb, sp, c, kc;
     locate(q, rb, sp, c, kc);
-    const bool live = kc < kchunks;
-    if (live) {
-      mbarrier_wait_parity(smem_u32(&bars[si]), (parity >> si) & 1u);
-      parity ^= 1u << si;
-    }
-    __syncthreads();  // everyone is past stage q - 1's math: its slot may be refilled
-    issue(q + depth, (q + depth) % nslots);
-    if (live) {
-      const u32 slot = ring_addr + si * SLOT;
-      const u32 bytes = static_cast<u32>(min(TILE_K, a.K - kc * TILE_K)) * 2u;
-      if (bytes < 128u) zero_stage_tail<R>(slot, min(R, rows_valid - rb * R), a.B, bytes);
-      compute_stage<NT, MT, R>(acc, slot, a.B, warp, lane);
-    }
+    if (kc < kchunks) compute_stage<NT, MT, 1, R>(acc, ring + (q % nslots) * SLOT, a.B, warp, g, t);
     if (c == cps - 1) epilogue(rb, sp);
   }
+  cp_async_wait<0>();
 }
 
 // One 32-k step of a host warp's 16-row tile against every batch tile: wa/wb hold rows g and g+8
@@ -692,7 +704,6 @@ template <int NT>
 __device__ __forceinline__ void split_gemv(const Args& a) {
   extern __shared__ uint4 ring[];
   __shared__ float red[GEMV_WARPS][NT * 4][32];
-  __shared__ __align__(8) u64 hbm_bars[HBM_DEPTH_MAX + 1];  // one per HBM ring slot
   __shared__ int s_last;
   constexpr int HBM_R = 128 * HbmMt<NT>::value;
   const int hbm_blocks = (a.n_hbm + HBM_R - 1) / HBM_R;
@@ -703,7 +714,7 @@ __device__ __forceinline__ void split_gemv(const Args& a) {
     hbm_role<NT, HbmMt<NT>::value>(a, a.w_hbm, a.n_hbm, a.split_g, a.steps_g,
                                    static_cast<int>(blockIdx.x) - a.host_ctas,
                                    static_cast<int>(gridDim.x) - a.host_ctas, units, a.hbm_depth,
-                                   a.counters, ring, hbm_bars, &s_last);
+                                   a.counters, ring, &s_last);
   }
 }
 
@@ -716,7 +727,7 @@ __device__ __forceinline__ void split_gemv(const Args& a) {
 // steps_* are k-chunks (64 k) per split; the counters are u32, one per HBM row block
 // (128 * HBM_MT rows) followed by one per host 16-row tile, all zero before the first launch (the
 // kernel leaves them zero). Dynamic shared memory: the larger of the HBM ring,
-// (depth + 1) * (rows per unit + 8 NT) * STAGE_ROW_BYTES, and the host warps' staging tiles,
+// (depth + 1) * (rows per unit + 8 NT) * 128 bytes, and the host warps' staging tiles,
 // 8 * 16 * S(host_steps) * 16 bytes with HOST_STAGE >= 1 (gemv.smem_bytes).
 #define SPLIT_GEMV_KERNEL(NT)                                                                   \
   extern "C" __global__ void __launch_bounds__(GEMV_THREADS, MIN_CTAS_NT##NT) split_gemv_nt##NT( \

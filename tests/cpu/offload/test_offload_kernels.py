@@ -70,14 +70,17 @@ def test_sass_uses_tensor_cores_and_the_intended_loads(shipped_modules):
     except ToolNotFoundError as exc:
         pytest.skip(str(exc))
     assert "HMMA.16816.F32.BF16" in sass
-    assert "UBLKCP.S.G" in sass  # HBM weight and x rows: cp.async.bulk into the stage ring
-    assert "LDGSTS" not in sass  # ... not 16-byte cp.async copies
-    assert "LDSM.16.M88.4" in sass  # HBM-role fragments by ldmatrix.x4
-    assert "LDS.128" in sass  # host-role fragments from the warp's shared tile
+    assert "LDGSTS.E.BYPASS.128" in sass  # HBM weight and x: cp.async.cg 16 B into the stage ring
+    assert "LDS.128" in sass  # fragments from shared memory
     assert "LDG.E.NA.128" not in sass  # no register-held HBM weight loads
     assert "LDG.E.EF.128" in sass  # host rows: ld.global.cs (evict-first) into registers, run 6's path
     assert "STS.128" in sass  # ... staged through the host warp's shared tile
     assert "LDL" not in sass and "STL" not in sass
+
+
+def _swz(row, c):
+    """split_gemv.cu swz(): chunk c of stage row r sits at r * 8 + (c ^ 4 (r & 1)) (16-byte units)."""
+    return row * 8 + (c ^ ((row & 1) << 2))
 
 
 def _conflict_free(addrs):
@@ -85,38 +88,23 @@ def _conflict_free(addrs):
     return all(len({a % 8 for a in addrs[q:q + 8]}) == 8 for q in range(0, 32, 8))
 
 
-def _ldmatrix_phases_conflict_free(byte_addrs):
-    """ldmatrix.x4: lanes 8i .. 8i + 7 give matrix i's 8 row addresses, read in one phase each:
-    conflict-free when the 8 rows fall in 8 distinct 16-byte bank groups."""
-    return all(len({(a // 16) % 8 for a in byte_addrs[q:q + 8]}) == 8 for q in range(0, 32, 8))
-
-
-@pytest.mark.parametrize("nt", gemv.BATCH_TILES)
-def test_stage_ldmatrix_reads_are_bank_conflict_free_and_in_mma_order(nt):
-    """compute_stage(): the weight tile's ldmatrix.x4 takes rows 0-7 / 8-15 of the warp's 16-row tile
-    at the k-step's chunk c (matrices 0, 1) and c + 1 (matrices 2, 3): the mma's a0..a3; the x
-    ldmatrix.x4 takes x rows 8 nt .. 8 nt + 7 at chunks 4h .. 4h + 3 (b0, b1 of two k-steps)."""
-    rows, mt_count, S = gemv.HBM_ROWS[nt], gemv.HBM_MT[nt], gemv.STAGE_ROW_BYTES
-    assert S % 16 == 0 and S >= gemv.ROW_BYTES
-    for warp in range(gemv.WARPS):
-        for mt in range(mt_count):
-            r0 = (warp * mt_count + mt) * gemv.TILE_M
-            for chunk in range(0, 8, 2):
-                addrs = [(r0 + (lane & 7) + (lane & 8)) * S + ((lane >> 4) + chunk) * 16
-                         for lane in range(32)]
-                assert _ldmatrix_phases_conflict_free(addrs)
-                got = [(a // S - r0, (a % S) // 16) for a in addrs]
-                assert got == ([(i, chunk) for i in range(8)] + [(8 + i, chunk) for i in range(8)]
-                               + [(i, chunk + 1) for i in range(8)] + [(8 + i, chunk + 1) for i in range(8)])
-                assert max(a for a in addrs) + 16 <= rows * S  # inside the weight rows
-    for b in range(nt):
-        for h in range(2):
-            addrs = [(rows + 8 * b + (lane & 7)) * S + ((lane >> 3) + 4 * h) * 16 for lane in range(32)]
-            assert _ldmatrix_phases_conflict_free(addrs)
-            assert [((a // S) - rows - 8 * b, (a % S) // 16) for a in addrs] == [
-                (i, 4 * h + m) for m in range(4) for i in range(8)]
-    ring = gemv.smem_bytes(nt, hbm=True, host=False, hbm_depth=1, host_steps=1)
-    assert ring == 2 * (rows + 8 * nt) * S
+@pytest.mark.parametrize("rows", sorted(set(gemv.HBM_ROWS.values())))
+def test_stage_copies_cover_the_stage_once_and_are_bank_conflict_free(rows):
+    """issue_stage(): thread q of chunk j copies row (j * 256 + q) / 8, chunk q % 8 (8 threads = one
+    row's 128 contiguous bytes, whole lines per warp instruction)."""
+    per_thread = rows * gemv.ROW_BYTES // 16 // gemv.THREADS
+    assert per_thread * gemv.THREADS * 16 == rows * gemv.ROW_BYTES
+    placed = set()
+    for j in range(per_thread):
+        for warp in range(gemv.WARPS):
+            qs = [j * gemv.THREADS + warp * 32 + lane for lane in range(32)]
+            # a warp reads 4 rows x 128 B: 4 whole lines
+            assert len({q >> 3 for q in qs}) == 4 and all(len({q & 7 for q in qs if q >> 3 == r}) == 8
+                                                          for r in {q >> 3 for q in qs})
+            addrs = [_swz(q >> 3, q & 7) for q in qs]
+            assert _conflict_free(addrs)
+            placed |= set(addrs)
+    assert placed == set(range(rows * 8))
 
 
 @pytest.mark.parametrize("host_steps", range(1, gemv.HOST_STEPS_MAX + 1))
@@ -139,11 +127,24 @@ def test_host_staging_tile_is_bank_conflict_free_and_fits(host_steps):
     assert gemv.host_stage_bytes(host_steps, 0) == 0
 
 
+@pytest.mark.parametrize("r0", [0, 16, 48, 112, 240])
+def test_stage_fragment_reads_are_bank_conflict_free(r0):
+    """compute_stage(): lane (g, t) reads rows r0 + g and r0 + g + 8, chunk 4 s + t, and x row
+    8 nt + g, chunk 4 s + t; r0 is a multiple of 16."""
+    for s_half in (0, 1):
+        for base in (r0, r0 + 8):
+            addrs = [_swz(base + (lane >> 2), 4 * s_half + (lane & 3)) for lane in range(32)]
+            assert _conflict_free(addrs)
+            # each lane gets the 16 bytes it asked for
+            assert all(a % 8 ^ (((base + (lane >> 2)) & 1) << 2) == 4 * s_half + (lane & 3)
+                       for lane, a in enumerate(addrs))
+
+
 def test_python_mirrors_match_the_source():
     c = gemv.source_constants()
     assert c["GEMV_THREADS"] == gemv.THREADS and c["GEMV_WARPS"] == gemv.WARPS
     assert c["TILE_M"] == gemv.TILE_M and c["TILE_K"] == gemv.TILE_K
-    assert c["STAGE_ROW_BYTES"] == gemv.STAGE_ROW_BYTES and gemv.ROW_BYTES == 2 * gemv.TILE_K
+    assert c["ROW_CHUNKS"] * 16 == gemv.ROW_BYTES == 2 * gemv.TILE_K
     assert c["HOST_ROWS"] == gemv.HOST_ROWS and gemv.HOST_WINDOW_UNIT == gemv.THREADS * 2 * 16
     assert c["HOST_KSTEP"] == gemv.HOST_KSTEP
     assert gemv.HOST_WINDOW_UNIT == gemv.HOST_ROWS * gemv.HOST_KSTEP * 2 * gemv.WARPS

@@ -44,17 +44,6 @@ __device__ __forceinline__ float ld_partial(const float* p) {
   return v;
 }
 
-// Four 8x8 matrices of 16-bit elements from shared memory: lanes 8i .. 8i + 7 give the row
-// addresses of matrix i (16 bytes each); thread (g = lane / 4, t = lane % 4) receives elements
-// 2t, 2t + 1 of row g of each matrix, the mma.m16n8k16 fragment layout. Volatile with a memory
-// clobber: it must stay after the barrier wait that makes the rows valid.
-__device__ __forceinline__ void ldmatrix_x4(u32 (&r)[4], u32 addr) {
-  asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0, %1, %2, %3}, [%4];"
-               : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
-               : "r"(addr)
-               : "memory");
-}
-
 // c += A (16 x 16, row) . B (16 x 8, col), fp32 accumulators, 16-bit operands.
 __device__ __forceinline__ void mma16816(float (&c)[4], u32 a0, u32 a1, u32 a2, u32 a3, u32 b0,
                                          u32 b1) {

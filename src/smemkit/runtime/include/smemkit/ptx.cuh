@@ -93,11 +93,6 @@ __device__ __forceinline__ u32 ld_shared_u32(u32 addr) {
   return v;
 }
 
-// 16 zero bytes to a 16-byte-aligned shared address.
-__device__ __forceinline__ void st_shared_zero16(u32 addr) {
-  asm volatile("st.shared.v4.u32 [%0], {%1, %1, %1, %1};" ::"r"(addr), "r"(0u) : "memory");
-}
-
 // ---- mbarrier ---------------------------------------------------------------------------
 __device__ __forceinline__ void mbarrier_init(u32 bar, u32 count) {
   asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;" ::"r"(bar), "r"(count) : "memory");
