@@ -339,38 +339,72 @@ struct Args {
   int N, K, B, n_hbm, host_ctas, host_steps, split_g, steps_g, split_h, steps_h, hbm_depth;
 };
 
-// One stage of a role: weight rows [r0, r0 + R) of `src` (rows_valid rows of K), k-chunk kc
-// (64 k), and x rows [0, 8 NT), into the stage at shared address `slot`. Out-of-range rows / k
-// are zero-filled (K is a multiple of 8, so a 16-byte chunk is wholly in or out).
-template <int NT, int R, bool WEIGHT>
-__device__ __forceinline__ void issue_stage(u32 slot, const u16* __restrict__ src, int r0,
-                                            int rows_valid, const u16* __restrict__ x, int B,
-                                            int K, int kc) {
-  const int k0 = kc * TILE_K;
-  if (WEIGHT) {
+// This thread's share of the copies of every stage of the HBM ring (the same for all stages):
+// thread q copies chunk c = q % 8 (k offset 8c) of stage rows q / 8 + 32 j, j < WJ, and, with
+// XJ more, of x rows (q + 256 j) / 8 < 8 NT. Row pointers are set once per unit (set_unit) and
+// once per launch (x), so a stage costs each thread an add and a cp.async per copy; out-of-range
+// rows and k are zero-filled (K is a multiple of 8, so a 16-byte chunk is wholly in or out).
+template <int NT, int R>
+struct StageCopies {
+  static constexpr int WJ = R * ROW_CHUNKS / GEMV_THREADS;
+  static constexpr int XJ = (8 * NT * ROW_CHUNKS + GEMV_THREADS - 1) / GEMV_THREADS;
+  const u16* w[WJ];
+  const u16* x[XJ];
+  u32 wdst[WJ], xdst[XJ];
+  u32 wok, xok;  // bit j: weight row j / x row j exists
+  int c8;
+
+  __device__ __forceinline__ StageCopies(const u16* __restrict__ xs, int B, int K) {
+    const int q = static_cast<int>(threadIdx.x);
+    c8 = 8 * (q & 7);
+    wok = 0;
 #pragma unroll
-    for (int j = 0; j < R * ROW_CHUNKS / GEMV_THREADS; ++j) {
-      const int q = j * GEMV_THREADS + static_cast<int>(threadIdx.x);
-      const int row = q >> 3, c = q & 7;
-      const int k = k0 + 8 * c;
-      const bool ok = r0 + row < rows_valid && k < K;
-      const u16* p = ok ? src + static_cast<u64>(r0 + row) * K + k : src;
-      cp_async16(slot + swz(row, c) * 16, p, ok ? 16u : 0u);
+    for (int j = 0; j < WJ; ++j) {
+      const int row = (j * GEMV_THREADS + q) >> 3;
+      wdst[j] = swz(row, q & 7) * 16;
+      w[j] = xs;
+    }
+    xok = 0;
+#pragma unroll
+    for (int j = 0; j < XJ; ++j) {
+      const int row = (j * GEMV_THREADS + q) >> 3;
+      const bool ok = row < 8 * NT && row < B;
+      xdst[j] = (R * ROW_CHUNKS + swz(row, q & 7)) * 16;  // x rows follow the weight rows
+      x[j] = xs + (ok ? static_cast<u64>(row) * K + c8 : 0);
+      xok |= static_cast<u32>(ok) << j;
     }
   }
-  const u32 xs = slot + R * ROW_CHUNKS * 16;
+
+  // The unit whose rows start at r0 (weight rows below rows_valid exist).
+  __device__ __forceinline__ void set_unit(const u16* __restrict__ src, int r0, int rows_valid, int K) {
+    wok = 0;
 #pragma unroll
-  for (int j = 0; j < (8 * NT * ROW_CHUNKS + GEMV_THREADS - 1) / GEMV_THREADS; ++j) {
-    const int q = j * GEMV_THREADS + static_cast<int>(threadIdx.x);
-    if (q < 8 * NT * ROW_CHUNKS) {
-      const int row = q >> 3, c = q & 7;
-      const int k = k0 + 8 * c;
-      const bool ok = row < B && k < K;
-      const u16* p = ok ? x + static_cast<u64>(row) * K + k : x;
-      cp_async16(xs + swz(row, c) * 16, p, ok ? 16u : 0u);
+    for (int j = 0; j < WJ; ++j) {
+      const int row = r0 + ((j * GEMV_THREADS + static_cast<int>(threadIdx.x)) >> 3);
+      const bool ok = row < rows_valid;
+      w[j] = src + (ok ? static_cast<u64>(row) * K + c8 : 0);
+      wok |= static_cast<u32>(ok) << j;
     }
   }
-}
+
+  // k-chunk kc of the current unit (and the x rows) into the stage at shared address `slot`.
+  __device__ __forceinline__ void issue(u32 slot, int kc, int K) const {
+    const int k0 = kc * TILE_K;
+    const bool kin = k0 + c8 < K;
+#pragma unroll
+    for (int j = 0; j < WJ; ++j) {
+      const bool ok = kin && ((wok >> j) & 1u);
+      cp_async16(slot + wdst[j], ok ? w[j] + k0 : w[j], ok ? 16u : 0u);
+    }
+#pragma unroll
+    for (int j = 0; j < XJ; ++j) {
+      if (j * GEMV_THREADS + static_cast<int>(threadIdx.x) < 8 * NT * ROW_CHUNKS) {
+        const bool ok = kin && ((xok >> j) & 1u);
+        cp_async16(slot + xdst[j], ok ? x[j] + k0 : x[j], ok ? 16u : 0u);
+      }
+    }
+  }
+};
 
 // Multiply one stage: warp w takes 16-row tiles (w % MW) * MT .. + MT - 1 (MW = 8 / KWS warps per
 // k-half) and, with KWS = 2, only the k-half w / MW of the stage's 64 k. The HBM role uses KWS = 1
@@ -409,7 +443,8 @@ __device__ __forceinline__ void compute_stage(float (&acc)[MT][NT][4], const uin
 // The HBM role's whole job. The CTA's units are first, first + stride, ... < units; unit u is row
 // block u / split (R rows) x k-split u % split (cps k-chunks). Stage q of the CTA's sequence is
 // chunk q % cps of its unit q / cps; the ring holds depth + 1 stages, `depth` of them in flight
-// while the oldest is multiplied.
+// while the oldest is multiplied. Two cursors walk that sequence one stage at a time (the copies,
+// `depth` stages ahead, and the math), so a stage costs no division.
 template <int NT, int MT>
 __device__ __forceinline__ void hbm_role(const Args& a, const u16* __restrict__ src, int rows_valid,
                                          int split, int cps, int first, int stride, int units,
@@ -431,25 +466,28 @@ __device__ __forceinline__ void hbm_role(const Args& a, const u16* __restrict__ 
 #pragma unroll
     for (int nt = 0; nt < NT; ++nt) acc[mt][nt][0] = acc[mt][nt][1] = acc[mt][nt][2] = acc[mt][nt][3] = 0.0f;
 
-  // Stage q -> (row block, k-split, chunk within the split, global k-chunk).
-  auto locate = [&](int q, int& rb, int& sp, int& c, int& kc) {
-    const int j = q / cps;
-    c = q - j * cps;
-    const int unit = first + j * stride;
-    rb = unit / split;
-    sp = unit - rb * split;
-    kc = sp * cps + c;
+  StageCopies<NT, R> copies(a.x, a.B, a.K);
+  // copy cursor: the next stage to issue is chunk ic of the CTA's unit `iu` (k-chunk ikc), into slot is
+  int ic = 0, iu = first, ikc = 0, is = 0, issued = 0;
+  auto start_unit = [&](int unit) {
+    const int rb = unit / split;
+    copies.set_unit(src, rb * R, rows_valid, a.K);
+    ikc = (unit - rb * split) * cps;
   };
-  auto issue = [&](int q, int slot_index) {
-    if (q < total) {
-      int rb, sp, c, kc;
-      locate(q, rb, sp, c, kc);
-      if (kc < kchunks) {
-        issue_stage<NT, R, true>(ring_addr + slot_index * SLOT * 16, src, rb * R, rows_valid, a.x, a.B,
-                                 a.K, kc);
+  if (total > 0) start_unit(iu);
+  auto issue_next = [&]() {
+    if (issued < total) {
+      if (ikc < kchunks) copies.issue(ring_addr + is * SLOT * 16, ikc, a.K);
+      ++issued;
+      ++ikc;
+      if (++ic == cps && issued < total) {
+        ic = 0;
+        iu += stride;
+        start_unit(iu);
       }
     }
     cp_async_commit();
+    is = is + 1 == nslots ? 0 : is + 1;
   };
   // After the last stage of a unit: the result (or this split's partial) goes out.
   auto epilogue = [&](int rb, int sp) {
@@ -469,16 +507,26 @@ __device__ __forceinline__ void hbm_role(const Args& a, const u16* __restrict__ 
   };
 
 #pragma unroll 1
-  for (int q = 0; q < depth; ++q) issue(q, q);
+  for (int q = 0; q < depth; ++q) issue_next();
+  // math cursor: stage q is chunk cc of unit cu (row block crb, k-split csp, k-chunk ckc), slot cs
+  int cc = 0, cu = first, crb = first / split, csp = first - (first / split) * split, cs = 0;
+  int ckc = csp * cps;
 #pragma unroll 1
   for (int q = 0; q < total; ++q) {
     cp_async_wait_dyn(depth - 1);  // this thread's copies of stage q have landed
     __syncthreads();               // everyone's have, and stage q - 1's slot is free again
-    issue(q + depth, (q + depth) % nslots);
-    int rb, sp, c, kc;
-    locate(q, rb, sp, c, kc);
-    if (kc < kchunks) compute_stage<NT, MT, 1, R>(acc, ring + (q % nslots) * SLOT, a.B, warp, g, t);
-    if (c == cps - 1) epilogue(rb, sp);
+    issue_next();
+    if (ckc < kchunks) compute_stage<NT, MT, 1, R>(acc, ring + cs * SLOT, a.B, warp, g, t);
+    ++ckc;
+    cs = cs + 1 == nslots ? 0 : cs + 1;
+    if (++cc == cps) {
+      epilogue(crb, csp);
+      cc = 0;
+      cu += stride;
+      crb = cu / split;
+      csp = cu - crb * split;
+      ckc = csp * cps;
+    }
   }
   cp_async_wait<0>();
 }

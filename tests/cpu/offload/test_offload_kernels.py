@@ -90,7 +90,7 @@ def _conflict_free(addrs):
 
 @pytest.mark.parametrize("rows", sorted(set(gemv.HBM_ROWS.values())))
 def test_stage_copies_cover_the_stage_once_and_are_bank_conflict_free(rows):
-    """issue_stage(): thread q of chunk j copies row (j * 256 + q) / 8, chunk q % 8 (8 threads = one
+    """StageCopies: thread q of copy j copies row (j * 256 + q) / 8, chunk q % 8 (8 threads = one
     row's 128 contiguous bytes, whole lines per warp instruction)."""
     per_thread = rows * gemv.ROW_BYTES // 16 // gemv.THREADS
     assert per_thread * gemv.THREADS * 16 == rows * gemv.ROW_BYTES
