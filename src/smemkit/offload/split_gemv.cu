@@ -341,50 +341,45 @@ struct Args {
 
 // This thread's share of the copies of every stage of the HBM ring (the same for all stages):
 // thread q copies chunk c = q % 8 (k offset 8c) of stage rows q / 8 + 32 j, j < WJ, and, with
-// XJ more, of x rows (q + 256 j) / 8 < 8 NT. Row pointers are set once per unit (set_unit) and
-// once per launch (x), so a stage costs each thread an add and a cp.async per copy; out-of-range
-// rows and k are zero-filled (K is a multiple of 8, so a 16-byte chunk is wholly in or out).
+// XJ more, of x rows q / 8 + 32 j < 8 NT. The first row's pointer is set once per unit
+// (set_unit) and the x one once per launch, so a stage costs each thread an address add and a
+// cp.async per copy; out-of-range rows and k are zero-filled (K is a multiple of 8, so a 16-byte
+// chunk is wholly in or out).
 template <int NT, int R>
 struct StageCopies {
   static constexpr int WJ = R * ROW_CHUNKS / GEMV_THREADS;
   static constexpr int XJ = (8 * NT * ROW_CHUNKS + GEMV_THREADS - 1) / GEMV_THREADS;
-  const u16* w[WJ];
-  const u16* x[XJ];
-  u32 wdst[WJ], xdst[XJ];
-  u32 wok, xok;  // bit j: weight row j / x row j exists
+  static constexpr int JROWS = GEMV_THREADS / ROW_CHUNKS;  // rows between a thread's copies
+  const u16* base;  // a valid address for the zero-filling copies (they read nothing)
+  const u16* w;     // row q / 8 of the unit, at k offset 8c
+  const u16* x;     // x row q / 8, at k offset 8c
+  u64 jstep;     // JROWS rows of K elements
+  u32 dst;       // shared offset of this thread's first copy
+  u32 wok, xok;  // bit j: weight row / x row q / 8 + 32 j exists
   int c8;
 
   __device__ __forceinline__ StageCopies(const u16* __restrict__ xs, int B, int K) {
     const int q = static_cast<int>(threadIdx.x);
+    const int row = q >> 3;
     c8 = 8 * (q & 7);
+    jstep = static_cast<u64>(JROWS) * K;
+    dst = swz(row, q & 7) * 16;  // row + 32 j has row's parity: the same chunk position
+    base = xs;
+    x = xs + static_cast<u64>(row) * K + c8;
+    w = xs;
     wok = 0;
-#pragma unroll
-    for (int j = 0; j < WJ; ++j) {
-      const int row = (j * GEMV_THREADS + q) >> 3;
-      wdst[j] = swz(row, q & 7) * 16;
-      w[j] = xs;
-    }
     xok = 0;
 #pragma unroll
-    for (int j = 0; j < XJ; ++j) {
-      const int row = (j * GEMV_THREADS + q) >> 3;
-      const bool ok = row < 8 * NT && row < B;
-      xdst[j] = (R * ROW_CHUNKS + swz(row, q & 7)) * 16;  // x rows follow the weight rows
-      x[j] = xs + (ok ? static_cast<u64>(row) * K + c8 : 0);
-      xok |= static_cast<u32>(ok) << j;
-    }
+    for (int j = 0; j < XJ; ++j) xok |= static_cast<u32>(row + j * JROWS < min(B, 8 * NT)) << j;
   }
 
   // The unit whose rows start at r0 (weight rows below rows_valid exist).
   __device__ __forceinline__ void set_unit(const u16* __restrict__ src, int r0, int rows_valid, int K) {
+    const int row = r0 + (static_cast<int>(threadIdx.x) >> 3);
+    w = src + static_cast<u64>(row) * K + c8;
     wok = 0;
 #pragma unroll
-    for (int j = 0; j < WJ; ++j) {
-      const int row = r0 + ((j * GEMV_THREADS + static_cast<int>(threadIdx.x)) >> 3);
-      const bool ok = row < rows_valid;
-      w[j] = src + (ok ? static_cast<u64>(row) * K + c8 : 0);
-      wok |= static_cast<u32>(ok) << j;
-    }
+    for (int j = 0; j < WJ; ++j) wok |= static_cast<u32>(row + j * JROWS < rows_valid) << j;
   }
 
   // k-chunk kc of the current unit (and the x rows) into the stage at shared address `slot`.
@@ -394,13 +389,14 @@ struct StageCopies {
 #pragma unroll
     for (int j = 0; j < WJ; ++j) {
       const bool ok = kin && ((wok >> j) & 1u);
-      cp_async16(slot + wdst[j], ok ? w[j] + k0 : w[j], ok ? 16u : 0u);
+      cp_async16(slot + dst + j * JROWS * ROW_CHUNKS * 16, ok ? w + j * jstep + k0 : base, ok ? 16u : 0u);
     }
 #pragma unroll
     for (int j = 0; j < XJ; ++j) {
       if (j * GEMV_THREADS + static_cast<int>(threadIdx.x) < 8 * NT * ROW_CHUNKS) {
         const bool ok = kin && ((xok >> j) & 1u);
-        cp_async16(slot + xdst[j], ok ? x[j] + k0 : x[j], ok ? 16u : 0u);
+        cp_async16(slot + (R * ROW_CHUNKS * 16) + dst + j * JROWS * ROW_CHUNKS * 16,
+                   ok ? x + j * jstep + k0 : base, ok ? 16u : 0u);
       }
     }
   }
