@@ -26,11 +26,11 @@ recs = []
 for n, k in ((4096, 14336), (14336, 4096), (8192, 28672), (28672, 8192)):
     g = torch.Generator(device="cuda").manual_seed(0)
     w = (torch.randn(n, k, device="cuda", generator=g) * k ** -0.5).to(torch.bfloat16)
-    for batch in (1, 8, 64):
+    for batch in [int(v) for v in os.environ.get("GEMV_AB_BATCHES", "1,8,64").split(",")]:
         x = torch.randn(batch, k, device="cuda", generator=g).to(torch.bfloat16)
         ref = x.double() @ w.double().T
         tc = time_gpu(lambda: F.linear(x, w), warmup=5, reps=30, graph=True, flush_l2=True).median_ms
-        for ratio in (0.0, 0.0125, 0.05, 0.25):
+        for ratio in [float(v) for v in os.environ.get("GEMV_AB_RATIOS", "0,0.0125,0.05,0.25").split(",")]:
             sw = SplitWeight(w, ratio)
             y = split_linear(x, sw, path="kernel")
             err = float((y.double() - ref).norm() / ref.norm())
