@@ -66,7 +66,7 @@ extern "C" __global__ void __cluster_dims__(2, 1, 1) exercise(float* out, const 
   st_cluster_u32(peer, ld_cluster_u32(peer) + ld_shared_u32(smem_u32(buf)));
   cluster_sync();
   out[threadIdx.x] = buf[threadIdx.x] + smid() + cluster_nctarank() + cluster_id_x()
-                   + nclusters_x();
+                   + nclusters_x() + static_cast<float>(globaltimer() & 1u);
 }
 '''
 

@@ -32,12 +32,6 @@ namespace cprobe {
 
 using namespace smemkit;
 
-__device__ __forceinline__ u64 globaltimer() {
-  u64 t;
-  asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
-  return t;
-}
-
 // HOST_LOAD 0/1/2 = ld_v4 policies stream / no-allocate / plain (ptx.cuh).
 __device__ __forceinline__ uint4 ld_host(const uint4* p) { return ld_v4<HOST_LOAD>(p); }
 

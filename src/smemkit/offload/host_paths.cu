@@ -19,12 +19,6 @@ namespace hpaths {
 
 using namespace smemkit;
 
-__device__ __forceinline__ u64 globaltimer() {
-  u64 t;
-  asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
-  return t;
-}
-
 // XOR of the slot's 32-bit words (slot bytes a multiple of 16 x HP_THREADS... or not: strided).
 __device__ __forceinline__ u32 xor_slot(const unsigned char* slot, u32 bytes) {
   const uint4* v = reinterpret_cast<const uint4*>(slot);

@@ -40,6 +40,13 @@ __device__ __forceinline__ u32 nclusters_x() {
   return r;
 }
 
+// Nanoseconds of the GPU's global timer (the same clock on every SM: spans across CTAs).
+__device__ __forceinline__ u64 globaltimer() {
+  u64 t;
+  asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
+  return t;
+}
+
 // ---- cluster barrier --------------------------------------------------------------------
 // arrive(release) ... wait(acquire): a full cluster barrier that also orders shared-memory
 // (local and remote) accesses. All threads of every CTA must take part (.aligned: whole warps).
