@@ -50,7 +50,7 @@ def median_point(points: list[PathPoint]) -> PathPoint:
 
 def copy_engine_gbps(probe: HostPathProbe) -> float:
     src = probe.host.tensor(torch.uint8)
-    dst = torch.empty_like(src, device="cuda")
+    dst = torch.empty_like(src, device=f"cuda:{probe.device_index}")
     times = []
     for _ in range(6):
         start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
@@ -87,7 +87,9 @@ def main() -> int:
                 cprobe.run(1, LOAD_WINDOWS[0], grid=1, host_bytes=1 << 20)
                 for h in CTAS:
                     for w in LOAD_WINDOWS:
-                        rates = [cprobe.run(h, w, grid=h)[0] for _ in range(REPS)]
+                        rates = [r for r in (cprobe.run(h, w, grid=h)[0] for _ in range(REPS)) if r]
+                        if not rates:  # the probe timed nothing (no bytes or no span)
+                            continue
                         rec = {"method": "load", "ctas": h, "copy_bytes": 16, "stages": w // 16 // 256,
                                "P": 1, "in_flight_bytes_per_cta": w,
                                "link_gbps": statistics.median(rates), "data_ok": None}

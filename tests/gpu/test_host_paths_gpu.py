@@ -1,6 +1,6 @@
 """The host-read paths probe on a GPU: bulk copies, TMA tensor copies and TMA multicast deliver
-exactly the pinned bytes (XOR of every landed word against the source), and bad arguments fail
-before any launch."""
+the pinned bytes (XOR of every landed word against the source; under multicast every rank of a
+cluster must match its leader), and bad arguments fail before any launch."""
 
 import pytest
 
@@ -43,3 +43,7 @@ def test_bad_arguments_fail_before_launch(probe):
         probe.bulk(2, 65536, 8)
     with pytest.raises(InvalidArgumentError, match="ctas"):
         probe.bulk(0, 4096, 2)
+    with pytest.raises(InvalidArgumentError, match="nbytes must be an integer"):
+        probe.bulk(2, 4096, 2, nbytes=probe.host.nbytes + 4096)  # past the pinned buffer
+    with pytest.raises(InvalidArgumentError, match="nbytes must be an integer"):
+        probe.tma(2, 64, 2, nbytes=1024)  # less than one band of rows

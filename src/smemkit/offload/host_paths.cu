@@ -19,7 +19,7 @@ namespace hpaths {
 
 using namespace smemkit;
 
-// XOR of the slot's 32-bit words (slot bytes a multiple of 16 x HP_THREADS... or not: strided).
+// XOR of the slot's 32-bit words (`bytes` a multiple of 16; thread i takes 16-byte words i, i + HP_THREADS, ...).
 __device__ __forceinline__ u32 xor_slot(const unsigned char* slot, u32 bytes) {
   const uint4* v = reinterpret_cast<const uint4*>(slot);
   u32 acc = 0;

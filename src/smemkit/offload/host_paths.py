@@ -7,8 +7,9 @@ against 51 GB/s for loads, ``benchmarks/results/h200/host_bulk/``); that left op
 copies, or 2-D tensor copies of the tiles a GEMM wants, reach the link. ``host_paths.cu`` answers
 it without a GEMM around it: each of H CTAs keeps ``stages`` copies of ``chunk`` / tile bytes in
 flight into a shared-memory ring, XORs every word that lands (checked on the host against the
-source), and refills the slot. The rate is bytes over the span of the CTAs' ``%globaltimer``
-stamps, as in the congestion probe, whose host role (``ld.global.cs``) is the load reference.
+source; an XOR catches wrong, missing or stale bytes, not a reordering or a pair of duplicates),
+and refills the slot. The rate is bytes over the span of the CTAs' ``%globaltimer`` stamps, as in
+the congestion probe, whose host role (``ld.global.cs``) is the load reference.
 
 With multicast (clusters of P CTAs), each rank copies 1/P of every tile to all P CTAs: the link
 carries each byte once and ``delivered_gbps`` = P x ``link_gbps``; a large-batch GEMM whose P
@@ -28,6 +29,7 @@ from smemkit.errors import InvalidArgumentError, UnsupportedDeviceError
 SOURCE = "offload/host_paths.cu"
 THREADS = 128
 MAX_STAGES = 8
+MAX_CTAS = 1024  # rows of the stats buffer
 ALIGN_SLACK = 1024  # the kernels round their ring up to 1024 bytes (128-byte swizzled boxes)
 BULK_PARAMS = ("ptr", "u64", "u32", "i32", "ptr")
 TMA_PARAMS = ("ptr", "i32", "i32", "i32", "i32", "i32", "ptr")
@@ -63,9 +65,9 @@ class PathPoint:
 def check_ring(copy_bytes: int, stages: int, smem_limit: int, what: str) -> int:
     """Dynamic shared memory of a ring of ``stages`` slots of ``copy_bytes`` (with the alignment
     slack), or a clear error naming what is allowed."""
-    if isinstance(stages, bool) or not isinstance(stages, int) or not 1 <= stages <= MAX_STAGES:
+    if not _is_int(stages) or not 1 <= stages <= MAX_STAGES:
         raise InvalidArgumentError(f"stages must be an integer in 1..{MAX_STAGES}, got {stages!r}")
-    if isinstance(copy_bytes, bool) or not isinstance(copy_bytes, int) or copy_bytes <= 0 or copy_bytes % 16:
+    if not _is_int(copy_bytes) or copy_bytes <= 0 or copy_bytes % 16:
         raise InvalidArgumentError(f"{what} must be a positive multiple of 16 bytes, got {copy_bytes!r}")
     smem = stages * copy_bytes + ALIGN_SLACK
     if smem > smem_limit:
@@ -75,18 +77,26 @@ def check_ring(copy_bytes: int, stages: int, smem_limit: int, what: str) -> int:
     return smem
 
 
+def _is_int(value: object) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
 def check_tile(tile_rows: int, tile_cols: int, P: int) -> int:
     """Rows each CTA's box covers (tile_rows / P) for a TMA tile, or a clear error: the box is at
-    most 256 x 256 elements, its row a multiple of 16 bytes, at most 128 bytes when swizzled."""
-    if P not in (1, 2, 4):
+    most 256 x 256 elements, its row a multiple of 16 bytes; a 128-byte-swizzled box (64 columns)
+    covers a multiple of 8 rows, so every box starts 1024-byte aligned in shared memory."""
+    if not _is_int(P) or P not in (1, 2, 4):
         raise InvalidArgumentError(f"cluster size P must be 1, 2 or 4, got {P!r}")
-    if isinstance(tile_rows, bool) or not isinstance(tile_rows, int) or tile_rows <= 0 or tile_rows % P:
+    if not _is_int(tile_rows) or tile_rows <= 0 or tile_rows % P:
         raise InvalidArgumentError(f"tile_rows must be a positive multiple of P = {P}, got {tile_rows!r}")
     box_rows = tile_rows // P
     if box_rows > 256:
         raise InvalidArgumentError(f"tile_rows / P = {box_rows}: a TMA box has at most 256 rows")
-    if tile_cols not in (64, 128, 256) or TMA_COLS % tile_cols:
+    if not _is_int(tile_cols) or tile_cols not in (64, 128, 256):
         raise InvalidArgumentError(f"tile_cols must be 64 (128-byte swizzle), 128 or 256, got {tile_cols!r}")
+    if tile_cols == 64 and box_rows % 8:
+        raise InvalidArgumentError(f"tile_rows / P = {box_rows}: a 128-byte-swizzled box (tile_cols = 64) "
+                                   "covers a multiple of 8 rows")
     return box_rows
 
 
@@ -116,6 +126,8 @@ class HostPathProbe:
         from smemkit.runtime.device import gpu_info, require_gpu
         from smemkit.runtime.launch import KernelModule
 
+        if not _is_int(host_mib) or host_mib < 1:
+            raise InvalidArgumentError(f"host_mib must be a positive integer, got {host_mib!r}")
         self.device_index = require_gpu()
         info = gpu_info(self.device_index)
         if info.capability < (9, 0):
@@ -131,23 +143,22 @@ class HostPathProbe:
         words.copy_(torch.randint(-(2 ** 31), 2 ** 31 - 1, (words.numel(),), dtype=torch.int32,
                                   generator=torch.Generator().manual_seed(0)))
         self.bytes = np.frombuffer(self.host.tensor(torch.uint8).numpy(), dtype=np.uint8)
-        self.stats = torch.zeros(4 * 1024, dtype=torch.int64, device=f"cuda:{self.device_index}")
+        self.stats = torch.zeros(4 * MAX_CTAS, dtype=torch.int64, device=f"cuda:{self.device_index}")
         self.tmaps: dict[tuple[int, int], torch.Tensor] = {}
 
     def bulk(self, ctas: int, chunk: int, stages: int, nbytes: int | None = None) -> PathPoint:
-        """H CTAs read ``nbytes`` (default: the whole buffer) by bulk copies of ``chunk`` bytes."""
+        """H CTAs read the first ``nbytes`` (default: the whole buffer; whole chunks) by bulk
+        copies of ``chunk`` bytes."""
         smem = check_ring(chunk, stages, self.smem_limit, "chunk")
-        nbytes = self.host.nbytes if nbytes is None else nbytes
-        n_chunks = nbytes // chunk
-        self._check_ctas(ctas, n_chunks)
+        n_chunks = self._check_nbytes(nbytes, chunk, "one chunk") // chunk
+        self._check_ctas(ctas, 1, n_chunks, "chunk")
         self.stats.zero_()
         self.bulk_kernel.launch(ctas, THREADS, self.host.device_ptr, n_chunks, chunk, stages,
                                 self.stats, smem=smem)
         stats = self._stats(ctas)
-        expect = xor_words(self.bytes[: n_chunks * chunk])
         link, delivered = link_rate(stats)
         return PathPoint("bulk", ctas, chunk, stages, 1, link, delivered,
-                         self._xor(stats) == expect and int(stats[:, 2].sum()) == n_chunks * chunk)
+                         self._xor(stats) == xor_words(self.bytes[: n_chunks * chunk]))
 
     def tma(self, ctas: int, tile_rows: int, stages: int, *, tile_cols: int = 64, P: int = 1,
             nbytes: int | None = None) -> PathPoint:
@@ -156,30 +167,45 @@ class HostPathProbe:
         box_rows = check_tile(tile_rows, tile_cols, P)
         tile_bytes = tile_rows * tile_cols * 2
         smem = check_ring(tile_bytes, stages, self.smem_limit, "tile")
-        rows = (self.host.nbytes if nbytes is None else nbytes) // (TMA_COLS * 2) // tile_rows * tile_rows
+        band = tile_rows * TMA_COLS * 2  # one band of rows: the unit the tiles are counted in
+        rows = self._check_nbytes(nbytes, band, "one band of tile_rows x 4096 columns") // band * tile_rows
         tiles_per_band = TMA_COLS // tile_cols
         n_tiles = rows // tile_rows * tiles_per_band
-        if ctas % P:
-            raise InvalidArgumentError(f"ctas = {ctas} must be a multiple of the cluster size P = {P}")
-        self._check_ctas(ctas // P, n_tiles)
+        self._check_ctas(ctas, P, n_tiles, "tile")
         tmap = self._tensor_map(box_rows, tile_cols)
         self.stats.zero_()
         self.tma_kernel.launch(ctas, THREADS, tmap, n_tiles, tiles_per_band, box_rows, tile_cols, stages,
                                self.stats, smem=smem, cluster=P)
         stats = self._stats(ctas)
-        leaders = stats[::P]  # rank 0 of each cluster: every tile of the cluster landed there
-        expect = xor_words(self.bytes[: rows * TMA_COLS * 2])
+        # every tile of a cluster lands in each of its P CTAs: the leaders (rank 0) together hold
+        # every tile once, and each rank must hold what its leader holds
+        by_cluster = stats[:, 3].reshape(-1, P)
+        ok = (self._xor(stats[::P]) == xor_words(self.bytes[: rows * TMA_COLS * 2])
+              and bool((by_cluster == by_cluster[:, :1]).all()))
         link, delivered = link_rate(stats, P)
-        ok = self._xor(leaders) == expect and int(stats[:, 2].sum()) == P * n_tiles * tile_bytes
         return PathPoint("tma" if P == 1 else "tma_multicast", ctas, tile_bytes, stages, P, link,
                          delivered, ok)
 
     def free(self) -> None:
         self.host.free()
 
-    def _check_ctas(self, units: int, pieces: int) -> None:
-        if isinstance(units, bool) or not isinstance(units, int) or not 1 <= units <= min(1024, pieces):
-            raise InvalidArgumentError(f"ctas (clusters) must be in 1..{min(1024, pieces)}, got {units!r}")
+    def _check_nbytes(self, nbytes: int | None, unit: int, what: str) -> int:
+        """The bytes to read (default: the whole buffer): at least ``unit`` (``what``) and at most
+        the buffer."""
+        nbytes = self.host.nbytes if nbytes is None else nbytes
+        if not _is_int(nbytes) or not unit <= nbytes <= self.host.nbytes:
+            raise InvalidArgumentError(f"nbytes must be an integer from {unit} ({what}) to the buffer's "
+                                       f"{self.host.nbytes}, got {nbytes!r}")
+        return nbytes
+
+    @staticmethod
+    def _check_ctas(ctas: int, P: int, pieces: int, what: str) -> None:
+        """At most MAX_CTAS CTAs (the stats buffer), a whole number of clusters, no cluster idle."""
+        top = min(MAX_CTAS // P, pieces) * P
+        if not _is_int(ctas) or not P <= ctas <= top or ctas % P:
+            raise InvalidArgumentError(
+                f"ctas must be a multiple of the cluster size {P} from {P} to {top} (at most {MAX_CTAS} "
+                f"CTAs and at most one cluster per {what}), got {ctas!r}")
 
     def _stats(self, ctas: int) -> np.ndarray:
         torch.cuda.synchronize(self.device_index)
@@ -215,30 +241,3 @@ class HostPathProbe:
                 raise UnsupportedDeviceError("the tensor map's device copy is not 64-byte aligned")
             self.tmaps[key] = dev
         return self.tmaps[key]
-
-
-def sweep(probe: HostPathProbe, *, ctas: tuple[int, ...], bulk_chunks: tuple[int, ...],
-          tma_tiles: tuple[int, ...], stages: tuple[int, ...], clusters: tuple[int, ...] = (2, 4),
-          progress=lambda _m: None) -> list[PathPoint]:
-    """Every (method, H, copy size, stages) point that fits; multicast at the largest tile only."""
-    points: list[PathPoint] = []
-
-    def run(fn, *args, **kw) -> None:
-        try:
-            p = fn(*args, **kw)
-        except InvalidArgumentError:
-            return  # does not fit shared memory at this depth
-        progress(f"{p.method:13s} H={p.ctas:3d} P={p.P} copy={p.copy_bytes // 1024:3d} KB x {p.stages}: "
-                 f"link {p.link_gbps:6.2f} GB/s, delivered {p.delivered_gbps:6.2f}, data ok {p.data_ok}")
-        points.append(p)
-
-    for h in ctas:
-        for s in stages:
-            for chunk in bulk_chunks:
-                run(probe.bulk, h, chunk, s)
-            for rows in tma_tiles:
-                run(probe.tma, h, rows, s)
-            for P in clusters:
-                if h % P == 0:
-                    run(probe.tma, h, max(tma_tiles), s, P=P)
-    return points

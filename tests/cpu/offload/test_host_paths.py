@@ -6,7 +6,9 @@ import pytest
 from smemkit.errors import InvalidArgumentError
 from smemkit.offload.host_paths import (
     ALIGN_SLACK,
+    MAX_CTAS,
     MAX_STAGES,
+    HostPathProbe,
     PathPoint,
     check_ring,
     check_tile,
@@ -36,6 +38,13 @@ def test_tile_boxes():
         check_tile(256, 64, 8)
     with pytest.raises(InvalidArgumentError, match="tile_cols must be 64"):
         check_tile(64, 96, 1)
+    with pytest.raises(InvalidArgumentError, match="multiple of 8 rows"):
+        check_tile(48, 64, 4)  # 12-row boxes would start 1536 B apart, not 1024-aligned
+    assert check_tile(12, 256, 4) == 3  # unswizzled boxes need only 16-byte rows
+    with pytest.raises(InvalidArgumentError, match="cluster size P"):
+        check_tile(64, 64, True)
+    with pytest.raises(InvalidArgumentError, match="tile_cols"):
+        check_tile(64, 64.0, 1)
 
 
 def test_xor_words_matches_a_loop():
@@ -62,3 +71,12 @@ def test_point_reports_bytes_in_flight():
     p = PathPoint("bulk", 16, 16384, 4, 1, 50.0, 50.0, True)
     assert p.in_flight_bytes_per_cta == 65536
     assert p.as_dict()["in_flight_bytes_per_cta"] == 65536
+
+
+def test_cta_count_stays_inside_the_stats_buffer():
+    HostPathProbe._check_ctas(MAX_CTAS, 1, 10 ** 6, "chunk")
+    HostPathProbe._check_ctas(MAX_CTAS, 4, 10 ** 6, "tile")
+    for ctas, P in ((MAX_CTAS + 2, 2), (MAX_CTAS + 4, 4), (0, 1), (3, 2), (True, 1), (8, 1)):
+        pieces = 7 if ctas == 8 else 10 ** 6  # 8 CTAs for 7 chunks: one would idle
+        with pytest.raises(InvalidArgumentError, match="ctas must be a multiple"):
+            HostPathProbe._check_ctas(ctas, P, pieces, "chunk")
