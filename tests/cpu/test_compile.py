@@ -60,6 +60,7 @@ extern "C" __global__ void __cluster_dims__(2, 1, 1) exercise(float* out, const 
     cp_async_bulk_tensor_2d_g2s(smem_u32(buf), src, 0, 0, b);
     cp_async_bulk_tensor_2d_g2s_multicast(smem_u32(buf), src, 0, 0, b, static_cast<u16>(3));
     mbarrier_expect_tx(b, 0);
+    mbarrier_arrive(b);
     mbarrier_wait_parity(b, 0);
   }
   st_cluster_f32(peer + 4 * threadIdx.x, ld_cluster_f32(peer));

@@ -62,8 +62,9 @@ MIN_CTAS_PER_SM = {1: 2, 2: 2, 4: 2, 8: 1}
 # commit 363b08b) measured depth 2 faster than 3 at every r = 0 point it timed (e.g. 8192x28672,
 # B = 1: 1.19x cuBLAS vs 1.53x).
 HBM_DEPTH = {1: 2, 2: 2, 4: 2, 8: 2}
-# Static shared memory of split_gemv_nt{nt} (the host role's cross-warp sum + the last-CTA flag).
-STATIC_SMEM = {nt: WARPS * nt * 4 * 32 * 4 + 16 for nt in BATCH_TILES}
+# Static shared memory of split_gemv_nt{nt}: the host role's cross-warp sum, the HBM ring's full
+# and empty mbarriers (HBM_DEPTH_MAX + 1 slots each) and the last-CTA flag.
+STATIC_SMEM = {nt: WARPS * nt * 4 * 32 * 4 + 2 * 8 * (HBM_DEPTH_MAX + 1) + 16 for nt in BATCH_TILES}
 HOST_BARRIER_SMEM = 8 * WARPS  # host_stage = 3: one mbarrier per warp (static, on top of STATIC_SMEM)
 
 

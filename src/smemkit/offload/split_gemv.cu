@@ -146,24 +146,12 @@ __device__ __forceinline__ void cp_async16(u32 dst, const void* src, u32 src_byt
   asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;" ::"r"(dst), "l"(src), "r"(src_bytes)
                : "memory");
 }
-__device__ __forceinline__ void cp_async_commit() { asm volatile("cp.async.commit_group;" ::: "memory"); }
-template <int N>
-__device__ __forceinline__ void cp_async_wait() {
-  asm volatile("cp.async.wait_group %0;" ::"n"(N) : "memory");
+// The mbarrier at `bar` counts one arrival of this thread once all of its earlier cp.async copies
+// have landed (noinc: the arrival is part of the barrier's expected count).
+__device__ __forceinline__ void cp_async_arrive_noinc(u32 bar) {
+  asm volatile("cp.async.mbarrier.arrive.noinc.shared::cta.b64 [%0];" ::"r"(bar) : "memory");
 }
-// wait_group takes an immediate: at most n of this thread's groups may still be pending.
-__device__ __forceinline__ void cp_async_wait_dyn(int n) {
-  switch (n) {
-    case 0: cp_async_wait<0>(); break;
-    case 1: cp_async_wait<1>(); break;
-    case 2: cp_async_wait<2>(); break;
-    case 3: cp_async_wait<3>(); break;
-    case 4: cp_async_wait<4>(); break;
-    case 5: cp_async_wait<5>(); break;
-    case 6: cp_async_wait<6>(); break;
-    default: cp_async_wait<7>(); break;
-  }
-}
+__device__ __forceinline__ void cp_async_wait_all() { asm volatile("cp.async.wait_all;" ::: "memory"); }
 
 // Host weight rows, through the mapped (UVA) pointer of pinned memory, into registers.
 __device__ __forceinline__ uint4 ld_weight_host(const u16* p) {
@@ -440,11 +428,16 @@ __device__ __forceinline__ void compute_stage(float (&acc)[MT][NT][4], const uin
 // block u / split (R rows) x k-split u % split (cps k-chunks). Stage q of the CTA's sequence is
 // chunk q % cps of its unit q / cps; the ring holds depth + 1 stages, `depth` of them in flight
 // while the oldest is multiplied. Two cursors walk that sequence one stage at a time (the copies,
-// `depth` stages ahead, and the math), so a stage costs no division.
+// `depth` stages ahead, and the math), so a stage costs no division. No CTA barrier per stage:
+// slot s's `full` mbarrier completes when every thread's copies into it have landed, its `empty`
+// one when every warp has multiplied it; a warp multiplies stage q as soon as it is full, then
+// refills the slot of stage q - 1 once every warp is done with that stage (warps may drift a
+// stage apart).
 template <int NT, int MT>
 __device__ __forceinline__ void hbm_role(const Args& a, const u16* __restrict__ src, int rows_valid,
                                          int split, int cps, int first, int stride, int units,
-                                         int depth, u32* counters, uint4* ring, int* s_last) {
+                                         int depth, u32* counters, uint4* ring, u64* full, u64* empty,
+                                         int* s_last) {
   constexpr int R = GEMV_WARPS * MT * TILE_M;
   constexpr int SLOT = (R + 8 * NT) * ROW_CHUNKS;  // in uint4
   const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
@@ -462,6 +455,13 @@ __device__ __forceinline__ void hbm_role(const Args& a, const u16* __restrict__ 
 #pragma unroll
     for (int nt = 0; nt < NT; ++nt) acc[mt][nt][0] = acc[mt][nt][1] = acc[mt][nt][2] = acc[mt][nt][3] = 0.0f;
 
+  if (threadIdx.x == 0) {
+    for (int i = 0; i < nslots; ++i) {
+      mbarrier_init(smem_u32(&full[i]), GEMV_THREADS);
+      mbarrier_init(smem_u32(&empty[i]), GEMV_WARPS);
+    }
+  }
+  __syncthreads();
   StageCopies<NT, R> copies(a.x, a.B, a.K);
   // copy cursor: the next stage to issue is chunk ic of the CTA's unit `iu` (k-chunk ikc), into slot is
   int ic = 0, iu = first, ikc = 0, is = 0, issued = 0;
@@ -482,7 +482,7 @@ __device__ __forceinline__ void hbm_role(const Args& a, const u16* __restrict__ 
         start_unit(iu);
       }
     }
-    cp_async_commit();
+    cp_async_arrive_noinc(smem_u32(&full[is]));  // also for a stage with nothing to copy
     is = is + 1 == nslots ? 0 : is + 1;
   };
   // After the last stage of a unit: the result (or this split's partial) goes out.
@@ -507,12 +507,21 @@ __device__ __forceinline__ void hbm_role(const Args& a, const u16* __restrict__ 
   // math cursor: stage q is chunk cc of unit cu (row block crb, k-split csp, k-chunk ckc), slot cs
   int cc = 0, cu = first, crb = first / split, csp = first - (first / split) * split, cs = 0;
   int ckc = csp * cps;
+  u32 full_parity = 0, empty_parity = 0;  // bit i: the phase of slot i's barrier waited for next
+  int ps = nslots - 1;                     // the slot of stage q - 1
 #pragma unroll 1
   for (int q = 0; q < total; ++q) {
-    cp_async_wait_dyn(depth - 1);  // this thread's copies of stage q have landed
-    __syncthreads();               // everyone's have, and stage q - 1's slot is free again
-    issue_next();
+    mbarrier_wait_parity(smem_u32(&full[cs]), (full_parity >> cs) & 1u);
+    full_parity ^= 1u << cs;
     if (ckc < kchunks) compute_stage<NT, MT, 1, R>(acc, ring + cs * SLOT, a.B, warp, g, t);
+    __syncwarp();
+    if (lane == 0) mbarrier_arrive(smem_u32(&empty[cs]));
+    if (q > 0) {  // stage q + depth goes where stage q - 1 was: wait until no warp reads it
+      mbarrier_wait_parity(smem_u32(&empty[ps]), (empty_parity >> ps) & 1u);
+      empty_parity ^= 1u << ps;
+    }
+    issue_next();
+    ps = cs;
     ++ckc;
     cs = cs + 1 == nslots ? 0 : cs + 1;
     if (++cc == cps) {
@@ -524,7 +533,7 @@ __device__ __forceinline__ void hbm_role(const Args& a, const u16* __restrict__ 
       ckc = csp * cps;
     }
   }
-  cp_async_wait<0>();
+  cp_async_wait_all();
 }
 
 // One 32-k step of a host warp's 16-row tile against every batch tile: wa/wb hold rows g and g+8
@@ -748,6 +757,7 @@ template <int NT>
 __device__ __forceinline__ void split_gemv(const Args& a) {
   extern __shared__ uint4 ring[];
   __shared__ float red[GEMV_WARPS][NT * 4][32];
+  __shared__ __align__(8) u64 hbm_bars[2][HBM_DEPTH_MAX + 1];  // the HBM ring's full / empty barriers
   __shared__ int s_last;
   constexpr int HBM_R = 128 * HbmMt<NT>::value;
   const int hbm_blocks = (a.n_hbm + HBM_R - 1) / HBM_R;
@@ -758,7 +768,7 @@ __device__ __forceinline__ void split_gemv(const Args& a) {
     hbm_role<NT, HbmMt<NT>::value>(a, a.w_hbm, a.n_hbm, a.split_g, a.steps_g,
                                    static_cast<int>(blockIdx.x) - a.host_ctas,
                                    static_cast<int>(gridDim.x) - a.host_ctas, units, a.hbm_depth,
-                                   a.counters, ring, &s_last);
+                                   a.counters, ring, hbm_bars[0], hbm_bars[1], &s_last);
   }
 }
 
