@@ -42,6 +42,10 @@
 // Shared layout of a stage: row r (weight rows first, then 8 * NT x rows) at r * 128 B, its 16-byte
 // chunk c at position c ^ 4 * (r & 1): the fragment reads of a quarter warp (rows 2q, 2q + 1,
 // chunks 4s .. 4s + 3) then hit 32 distinct banks, and so do the copies (one row per 8 threads).
+// The role is instruction-bound (Nsight Compute on the H200), so a stage costs as little as it
+// can: each thread's copy pointers are set once per unit, two cursors walk the stage sequence
+// without divisions, and per-slot full / empty mbarriers (no CTA barrier per stage) let the warps
+// drift a stage apart (benchmarks/results/h200/gemv_cursor/, gemv_mbarrier/).
 //
 // Host loads: 16-byte register loads through the mapped pointer (HOST_LOAD). With HOST_STAGE >= 1
 // a warp's group (16 rows x host_steps * 64 B) is loaded chunk-major, so consecutive lanes read
