@@ -10,6 +10,11 @@ from smemkit.offload.pinned import SplitWeight
 from smemkit.runtime.timing import time_gpu
 import os
 from smemkit.offload import gemv
+if os.environ.get("GEMV_HBM_MT"):  # experiment: 16-row tiles per warp on the HBM path, per batch tile
+    for nt, v in zip((1, 2, 4, 8), [int(v) for v in os.environ["GEMV_HBM_MT"].split(",")]):
+        gemv.HBM_MT[nt] = v
+        gemv.HBM_ROWS[nt] = gemv.WARPS * gemv.TILE_M * v
+    os.environ.setdefault("GEMV_MIN_CTAS", ",".join(str(gemv.MIN_CTAS_PER_SM[nt]) for nt in (1, 2, 4, 8)))
 if os.environ.get("GEMV_MIN_CTAS"):  # experiment: more CTAs per SM for the batch tiles
     m = [int(v) for v in os.environ["GEMV_MIN_CTAS"].split(",")]
     base = gemv.defines
