@@ -75,9 +75,8 @@ def parse_shape(text: str) -> tuple[int, int]:
 def run_path(args: argparse.Namespace, console: Console | None = None) -> int:
     from smemkit.errors import InvalidArgumentError
     from smemkit.hw.profile import select_profile
-    from smemkit.offload.gemv import KERNEL_MAX_ROWS, auto_path, path_times
+    from smemkit.offload.gemv import KERNEL_MAX_ROWS, fixed_path, path_times, weigh_paths
     from smemkit.offload.pinned import host_rows_for_ratio
-    from smemkit.offload.ring_gemm import ring_fits
 
     console = console or Console()
     n_out, k = parse_shape(args.shape)
@@ -87,18 +86,22 @@ def run_path(args: argparse.Namespace, console: Console | None = None) -> int:
     profile, reason = select_profile(args.profile)
     hw = hardware_from_profile(profile)
     host_bytes, hbm_bytes = host_rows * k * 2, (n_out - host_rows) * k * 2
-    chosen = auto_path(args.batch, hbm_bytes, host_bytes, hw.hbm_bytes_per_s, hw.host_bytes_per_s, k=k)
-    times = path_times(hbm_bytes, host_bytes, hw.hbm_bytes_per_s, hw.host_bytes_per_s)
     console.print(f"[bold]split_linear path[/bold]  {n_out}x{k} bf16, batch {args.batch}, ratio "
                   f"{args.ratio} -> {host_rows} host rows ({host_bytes / 2**20:.1f} MiB), profile "
                   f"{profile.name} ({reason})")
-    if chosen == "cublas":
+    fixed = fixed_path(args.batch, host_bytes, k)
+    if fixed == "cublas":
         console.print("  path: cublas (no host rows: the plain all-HBM product)")
         return 0
-    large = args.batch > KERNEL_MAX_ROWS
-    if not ring_fits(k, 2):
+    if fixed == "kernel":
         console.print(f"  path: kernel (K = {k}: a ring slot cannot hold 16 weight rows)")
         return 0
+    large = fixed == "ring"  # more than KERNEL_MAX_ROWS rows
+    if large:
+        chosen = fixed
+        times = path_times(hbm_bytes, host_bytes, hw.hbm_bytes_per_s, hw.host_bytes_per_s)
+    else:
+        chosen, times = weigh_paths(hbm_bytes, host_bytes, hw.hbm_bytes_per_s, hw.host_bytes_per_s)
     why = (f"more than {KERNEL_MAX_ROWS} rows: the ring measured faster at 56 of 60 points of batch "
            "16, 32 and 64" if large else "the faster by the model below")
     console.print(f"  path: {chosen} ({why})")

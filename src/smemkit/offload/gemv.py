@@ -685,15 +685,21 @@ def fixed_path(rows: int, host_bytes: int, k: int | None = None, elem_bytes: int
     return "ring" if rows > KERNEL_MAX_ROWS else None
 
 
+def weigh_paths(hbm_bytes: int, host_bytes: int, hbm_bytes_per_s: float,
+                host_bytes_per_s: float) -> tuple[str, dict[str, float]]:
+    """The faster of the kernel and the ring by the measured model above, and the model's times."""
+    times = path_times(hbm_bytes, host_bytes, hbm_bytes_per_s, host_bytes_per_s)
+    return ("kernel" if times["kernel"] <= times["ring"] else "ring"), times
+
+
 def auto_path(rows: int, hbm_bytes: int, host_bytes: int, hbm_bytes_per_s: float,
               host_bytes_per_s: float, k: int | None = None, elem_bytes: int = 2) -> str:
-    """The path ``split_linear(path="auto")`` takes: :func:`fixed_path`, else the faster of the
-    kernel and the ring by the measured model above."""
+    """The path ``split_linear(path="auto")`` takes: :func:`fixed_path`, else
+    :func:`weigh_paths`."""
     fixed = fixed_path(rows, host_bytes, k, elem_bytes)
     if fixed is not None:
         return fixed
-    times = path_times(hbm_bytes, host_bytes, hbm_bytes_per_s, host_bytes_per_s)
-    return "kernel" if times["kernel"] <= times["ring"] else "ring"
+    return weigh_paths(hbm_bytes, host_bytes, hbm_bytes_per_s, host_bytes_per_s)[0]
 
 
 @cache
@@ -722,8 +728,8 @@ def linear_path(weight: SplitWeight, rows: int, path: str = "auto") -> str:
     fixed = fixed_path(rows, weight.host_rows * k * elem, k, elem)
     if fixed is not None:  # the link rates (the GPU's profile) are looked up only when needed
         return fixed
-    return auto_path(rows, weight.n_hbm * k * elem, weight.host_rows * k * elem,
-                     *_link_rates(weight.device.index), k=k, elem_bytes=elem)
+    return weigh_paths(weight.n_hbm * k * elem, weight.host_rows * k * elem,
+                       *_link_rates(weight.device.index))[0]
 
 
 def _launch(x: torch.Tensor, y: torch.Tensor, w: SplitWeight, bias: torch.Tensor | None, host_ctas: int,
