@@ -32,7 +32,7 @@ from smemkit.reduction.cost_model import crossover, evaluate, shape_of
 from smemkit.reduction.evaluation import baseline_table, dispatch_vs_best_min, geomean_64k
 from smemkit.reduction.reference import relative_error
 from smemkit.reduction.workloads import example_inputs
-from smemkit.runtime.timing import time_gpu
+from smemkit.runtime.timing import time_both_modes
 
 WIDTHS = (4096, 8192, 16384, 32768, 65536)
 ROWS = {"layernorm_bwd": 2048}
@@ -63,7 +63,7 @@ def shape(name: str, N: int, profile) -> dict:
             continue
         worst_err = max(worst_err, max(relative_error(got[k], v) for k, v in want.items()
                                        if got[k].dtype != torch.int8))
-        cluster_ms[P] = time_gpu(call, warmup=3, reps=20, graph=True, flush_l2=True).median_ms
+        cluster_ms[P] = time_both_modes(call, warmup=3, reps=20).best.median_ms
     best_P = min(cluster_ms, key=cluster_ms.get)
     measured_win = cluster_ms[best_P] < measured.baseline_ms
     chosen = model.best.P if model.profitable else None

@@ -2,8 +2,11 @@
 
     python benchmarks/reduction.py --out benchmarks/results/h200/reduction.json
 
-Times are CUDA-graph replays with the L2 flushed before each (GPU time from HBM);
-``ms_with_launch`` is the same call launched from Python each time (host overhead included).
+Every call is timed twice with the L2 flushed before each repetition (GPU time from HBM): as
+CUDA-graph replays (``ms_graph``) and launched from Python each time (``ms_with_launch``, host
+overhead included); ``ms`` is the faster median and ``timing`` says which
+(``smemkit.runtime.timing.time_both_modes``: in this process graph replays of some kernels
+measured 5-12 % slower than their launches, benchmarks/results/h200/timing_modes/).
 Per (workload, M, N): torch eager, torch.compile (default and max-autotune-no-cudagraphs),
 the hand-written autotuned Triton kernel, and every legal smemkit variant (staged, reread,
 cluster P = 2/4/8/16, the prefetch variants, and reread_l2 / reread_l2_t512
@@ -32,7 +35,7 @@ from smemkit.reduction import BUILTIN, reference, run  # noqa: E402
 from smemkit.reduction.eager import EAGER  # noqa: E402
 from smemkit.reduction.reference import relative_error  # noqa: E402
 from smemkit.reduction.workloads import example_inputs  # noqa: E402
-from smemkit.runtime.timing import time_gpu  # noqa: E402
+from smemkit.runtime.timing import time_both_modes  # noqa: E402
 
 WIDTHS = (4096, 8192, 16384, 32768, 65536)
 ROWS = {"layernorm_bwd": 2048}
@@ -96,19 +99,14 @@ def bench_shape(name: str, M: int, N: int, methods: set[str], table: dict, reps:
         first_s = time.perf_counter() - t0
         errors = errors_of(got, want)
         del got
-        try:
-            timing = time_gpu(fn, warmup=5, reps=reps, graph=True, flush_l2=True)
-            mode = "graph"
-        except RuntimeError as exc:  # a baseline that cannot be captured: time its launches
-            print(f"  {name} {method}: graph capture failed ({exc}); timing launches", flush=True)
-            timing = time_gpu(fn, warmup=5, reps=reps, flush_l2=True)
-            mode = "launch"
-        hosted = time_gpu(fn, warmup=2, reps=reps)
+        both = time_both_modes(fn, warmup=5, reps=reps)
+        timing = both.best
         records.append({
             "workload": name, "M": M, "N": N, "variant": method, "P": P,
             "ms": timing.median_ms, "p20_ms": timing.p20_ms, "p80_ms": timing.p80_ms,
             "eff_tbps": compulsory / (timing.median_ms * 1e-3) / 1e12, **errors,
-            "ms_with_launch": hosted.median_ms, "first_call_s": first_s, "timing": mode,
+            "ms_graph": both.graph.median_ms if both.graph else None, "ms_with_launch": both.launch.median_ms,
+            "first_call_s": first_s, "timing": both.mode,
         })
 
     for method, fns in table.items():

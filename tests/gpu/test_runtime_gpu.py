@@ -94,3 +94,12 @@ def test_tensor_checks():
         check_tensor("x", x, shape=(4, None))
     with pytest.raises(InvalidArgumentError, match="CUDA device"):
         check_tensor("x", x.cpu())
+
+
+def test_time_both_modes_reports_the_faster_of_two_real_timings():
+    from smemkit.runtime.timing import time_both_modes
+
+    x = torch.randn(1 << 24, device="cuda")
+    both = time_both_modes(lambda: x.mul_(1.0), warmup=2, reps=20)
+    assert both.graph is not None and both.graph.median_ms > 0 and both.launch.median_ms > 0
+    assert both.best.median_ms == min(both.graph.median_ms, both.launch.median_ms)

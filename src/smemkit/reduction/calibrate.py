@@ -25,7 +25,7 @@ from smemkit.reduction.kernels import (
     resident_clusters,
 )
 from smemkit.reduction.spec import ReductionSpec
-from smemkit.runtime.timing import time_gpu
+from smemkit.runtime.timing import time_both_modes, time_gpu
 
 
 def _control_args(spec: ReductionSpec, M: int, N: int) -> list[object]:
@@ -45,15 +45,16 @@ def control_ms(spec: ReductionSpec, variant: Variant, M: int, N: int, reps: int 
 
 def baseline_ms(spec: ReductionSpec, prepared: Prepared, reps: int = 20) -> tuple[float, Variant]:
     """T_B: the fastest legal non-cluster variant at this shape (``api.non_cluster_variants``),
-    timed from HBM (cold L2)."""
+    timed from HBM (cold L2), the faster of graph replays and launches (``time_both_modes``)."""
     from smemkit.reduction.api import non_cluster_variants
 
     limit = require_kernel_support(torch.cuda.current_device()).smem_per_block_optin
     best: tuple[float, Variant] | None = None
     for variant in non_cluster_variants(spec, prepared.N, limit):
         try:
-            ms = time_gpu(lambda v=variant: launch_args(spec, v, prepared.M, prepared.N, prepared.args),
-                          warmup=3, reps=reps, graph=True, flush_l2=True).median_ms
+            def call(v: Variant = variant) -> None:
+                launch_args(spec, v, prepared.M, prepared.N, prepared.args)
+            ms = time_both_modes(call, warmup=3, reps=reps).best.median_ms
         except UnsupportedDeviceError:
             continue
         if best is None or ms < best[0]:
