@@ -268,7 +268,10 @@ def test_control_twin_keeps_every_field(monkeypatch):
     class Timing:
         median_ms = 1.0
 
-    monkeypatch.setattr(calibrate, "time_gpu", lambda fn, **kw: (fn(), Timing)[1])
+    class Both:
+        best = Timing
+
+    monkeypatch.setattr(calibrate, "time_both_modes", lambda fn, **kw: (fn(), Both)[1])
     for variant in (Variant("regs", vregs=2), Variant("reread_l2", threads=512), Variant("cluster", 4)):
         seen.clear()
         assert calibrate.control_ms(BUILTIN["softmax_bwd"], variant, 4, 8192) == 1.0
