@@ -37,8 +37,11 @@ def build(results: dict) -> str:
         f"GPU {dev.get('gpu')}, driver {dev.get('driver')}, SM clock {dev.get('sm_clock_mhz')} MHz "
         f"(max {dev.get('sm_clock_max_mhz')}), torch {dev['software'].get('torch')}, "
         f"triton {dev['software'].get('triton')}.",
-        "Effective TB/s = compulsory bytes / median time (CUDA-graph replays, L2 flushed before each,",
-        "20 repetitions). Made by `benchmarks/reduction.py`; this page by",
+        "Effective TB/s = compulsory bytes / median time, L2 flushed before each repetition; "
+        + ("the faster of CUDA-graph replays and launches from Python (records' `timing`)."
+           if any("ms_graph" in r for recs in by.values() for r in recs)
+           else "CUDA-graph replays (a run before both timing modes)."),
+        "Made by `benchmarks/reduction.py`; this page by",
         "`benchmarks/report_reduction.py`. Ceiling: device copy 4.17-4.27 TB/s.",
         "",
         "| workload | N | " + " | ".join(methods) + " | best cluster | bar | best non-cluster "
