@@ -19,6 +19,7 @@ The table printed last gives, per method, the best link rate at each H.
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import statistics
 import time
@@ -44,8 +45,7 @@ def median_point(points: list[PathPoint]) -> PathPoint:
     """The repetition with the median link rate (all must have checked out)."""
     ordered = sorted(points, key=lambda p: p.link_gbps)
     mid = ordered[len(ordered) // 2]
-    return PathPoint(mid.method, mid.ctas, mid.copy_bytes, mid.stages, mid.P, mid.link_gbps,
-                     mid.delivered_gbps, all(p.data_ok for p in points))
+    return dataclasses.replace(mid, data_ok=all(p.data_ok for p in points))
 
 
 def copy_engine_gbps(probe: HostPathProbe) -> float:

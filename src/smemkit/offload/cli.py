@@ -75,7 +75,7 @@ def parse_shape(text: str) -> tuple[int, int]:
 def run_path(args: argparse.Namespace, console: Console | None = None) -> int:
     from smemkit.errors import InvalidArgumentError
     from smemkit.hw.profile import select_profile
-    from smemkit.offload.gemv import KERNEL_MAX_ROWS, fixed_path, path_times, weigh_paths
+    from smemkit.offload.gemv import KERNEL_MAX_ROWS, faster_path, fixed_path, path_times
     from smemkit.offload.pinned import host_rows_for_ratio
 
     console = console or Console()
@@ -97,11 +97,8 @@ def run_path(args: argparse.Namespace, console: Console | None = None) -> int:
         console.print(f"  path: kernel (K = {k}: a ring slot cannot hold 16 weight rows)")
         return 0
     large = fixed == "ring"  # more than KERNEL_MAX_ROWS rows
-    if large:
-        chosen = fixed
-        times = path_times(hbm_bytes, host_bytes, hw.hbm_bytes_per_s, hw.host_bytes_per_s)
-    else:
-        chosen, times = weigh_paths(hbm_bytes, host_bytes, hw.hbm_bytes_per_s, hw.host_bytes_per_s)
+    times = path_times(hbm_bytes, host_bytes, hw.hbm_bytes_per_s, hw.host_bytes_per_s)
+    chosen = fixed or faster_path(times)
     why = (f"more than {KERNEL_MAX_ROWS} rows: the ring measured faster at 56 of 60 points of batch "
            "16, 32 and 64" if large else "the faster by the model below")
     console.print(f"  path: {chosen} ({why})")

@@ -32,7 +32,7 @@ from functools import cache, lru_cache
 import torch
 from torch import nn
 
-from smemkit.errors import InvalidArgumentError, UnsupportedDeviceError
+from smemkit.errors import InvalidArgumentError
 from smemkit.offload.pinned import WEIGHT_DTYPES, SplitWeight, check_weight
 from smemkit.offload.ring_gemm import host_ring, linear_into, ring_fits, ring_linear
 from smemkit.runtime.compiler import DEFAULT_ARCH, CompiledModule, compile_module, package_source
@@ -469,15 +469,13 @@ def plan_for(n: int, k: int, batch: int, n_hbm: int, dtype: torch.dtype, device_
              ctas_per_sm: int | None = None) -> LaunchPlan:
     """:func:`plan_launch` with the slots the GPU gives this launch's shared memory (at most
     ``ctas_per_sm`` CTAs per SM when given)."""
-    from smemkit.runtime.device import gpu_info
+    from smemkit.runtime.device import gpu_info, require_sm90
 
     nt = batch_tiles(batch)
     info = gpu_info(device_index)
     limit = min(SMEM_PER_BLOCK_OPTIN, int(info.smem_per_block_optin))
-    if host_stage == 3 and not info.supports_clusters:  # plan_launch checks the value itself
-        raise UnsupportedDeviceError(
-            f"host_stage = 3 bulk-copies host rows with cp.async.bulk, which needs compute capability "
-            f"9.0 or newer; GPU {device_index} '{info.name}' is sm_{info.capability[0]}{info.capability[1]}")
+    if host_stage == 3:  # plan_launch checks the value itself
+        require_sm90(device_index, "host_stage = 3 (host rows bulk-copied with cp.async.bulk)")
     if ctas_per_sm is not None and (isinstance(ctas_per_sm, bool) or not isinstance(ctas_per_sm, int)
                                     or ctas_per_sm < 1):
         raise InvalidArgumentError(f"ctas_per_sm must be a positive integer, got {ctas_per_sm!r}")
@@ -685,21 +683,17 @@ def fixed_path(rows: int, host_bytes: int, k: int | None = None, elem_bytes: int
     return "ring" if rows > KERNEL_MAX_ROWS else None
 
 
-def weigh_paths(hbm_bytes: int, host_bytes: int, hbm_bytes_per_s: float,
-                host_bytes_per_s: float) -> tuple[str, dict[str, float]]:
-    """The faster of the kernel and the ring by the measured model above, and the model's times."""
-    times = path_times(hbm_bytes, host_bytes, hbm_bytes_per_s, host_bytes_per_s)
-    return ("kernel" if times["kernel"] <= times["ring"] else "ring"), times
+def faster_path(times: dict[str, float]) -> str:
+    """The faster of the kernel and the ring by :func:`path_times` (the kernel on a tie)."""
+    return "kernel" if times["kernel"] <= times["ring"] else "ring"
 
 
 def auto_path(rows: int, hbm_bytes: int, host_bytes: int, hbm_bytes_per_s: float,
               host_bytes_per_s: float, k: int | None = None, elem_bytes: int = 2) -> str:
     """The path ``split_linear(path="auto")`` takes: :func:`fixed_path`, else
-    :func:`weigh_paths`."""
+    :func:`faster_path` by the model."""
     fixed = fixed_path(rows, host_bytes, k, elem_bytes)
-    if fixed is not None:
-        return fixed
-    return weigh_paths(hbm_bytes, host_bytes, hbm_bytes_per_s, host_bytes_per_s)[0]
+    return fixed or faster_path(path_times(hbm_bytes, host_bytes, hbm_bytes_per_s, host_bytes_per_s))
 
 
 @cache
@@ -728,8 +722,8 @@ def linear_path(weight: SplitWeight, rows: int, path: str = "auto") -> str:
     fixed = fixed_path(rows, weight.host_rows * k * elem, k, elem)
     if fixed is not None:  # the link rates (the GPU's profile) are looked up only when needed
         return fixed
-    return weigh_paths(weight.n_hbm * k * elem, weight.host_rows * k * elem,
-                       *_link_rates(weight.device.index))[0]
+    return faster_path(path_times(weight.n_hbm * k * elem, weight.host_rows * k * elem,
+                                  *_link_rates(weight.device.index)))
 
 
 def _launch(x: torch.Tensor, y: torch.Tensor, w: SplitWeight, bias: torch.Tensor | None, host_ctas: int,

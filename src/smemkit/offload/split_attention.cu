@@ -59,9 +59,9 @@ namespace sattn {
 using namespace smemkit;
 
 // HBM K/V rows: read once, no L1 allocation; host K/V rows: streamed (split_gemv's host load).
-__device__ __forceinline__ uint4 ld_hbm(const u16* p) { return ld_once16(p); }
-__device__ __forceinline__ uint4 ld_host(const u16* p) { return ld_cs16(p); }
-__device__ __forceinline__ uint4 ld_q(const u16* p) { return ld_nc16(p); }
+__device__ __forceinline__ uint4 ld_hbm(const u16* p) { return ld_v4<kLdNoAllocate>(p); }
+__device__ __forceinline__ uint4 ld_host(const u16* p) { return ld_v4<kLdStream>(p); }
+__device__ __forceinline__ uint4 ld_q(const u16* p) { return ld_v4<kLdCached>(p); }
 
 __device__ __forceinline__ float fast_exp2(float x) {
   float y;

@@ -159,17 +159,11 @@ __device__ __forceinline__ void cp_async_wait_all() { asm volatile("cp.async.wai
 
 // Host weight rows, through the mapped (UVA) pointer of pinned memory, into registers.
 __device__ __forceinline__ uint4 ld_weight_host(const u16* p) {
-#if HOST_LOAD == 0
-  return ld_cs16(p);
-#elif HOST_LOAD == 1
-  return ld_once16(p);
-#else
-  return ld_plain16(p);
-#endif
+  return ld_v4<HOST_LOAD>(p);  // HOST_LOAD 0 / 1 / 2: streamed, no-L1-allocate, plain (ld_v4's policies)
 }
 
 // x fragments of the host role: small and re-read by every warp of the CTA, so cached in L1.
-__device__ __forceinline__ uint4 ld_x(const u16* p) { return ld_nc16(p); }
+__device__ __forceinline__ uint4 ld_x(const u16* p) { return ld_v4<kLdCached>(p); }
 
 __device__ __forceinline__ float to_f32(u16 h) {
 #if GEMV_DTYPE == 0

@@ -22,7 +22,7 @@ from smemkit.reduction.codegen import (
     static_smem_bytes,
 )
 from smemkit.reduction.spec import ReductionSpec
-from smemkit.runtime.device import NON_PORTABLE_CLUSTER_MAX, GpuInfo, gpu_info, require_gpu
+from smemkit.runtime.device import NON_PORTABLE_CLUSTER_MAX, GpuInfo, require_gpu, require_sm90
 from smemkit.runtime.launch import Kernel, KernelModule
 from smemkit.runtime.tensors import check_tensor
 
@@ -209,14 +209,8 @@ def launch(spec: ReductionSpec, variant: Variant, prepared: Prepared) -> None:
 
 def require_kernel_support(device: int) -> GpuInfo:
     """The generated kernels use mbarriers and bulk copies: compute capability 9.0 or newer."""
-    info = gpu_info(device)
-    if not info.supports_clusters:
-        raise UnsupportedDeviceError(
-            f"smemkit's reduction kernels need compute capability 9.0 or newer (mbarrier, bulk "
-            f"copy); GPU {device} '{info.name}' is sm_{info.capability[0]}{info.capability[1]}. "
-            f"The torch.ops.smemkit operators fall back to PyTorch there."
-        )
-    return info
+    return require_sm90(device, "smemkit's reduction kernels (mbarrier, bulk copy)",
+                        ". The torch.ops.smemkit operators fall back to PyTorch there.")
 
 
 def launch_args(spec: ReductionSpec, variant: Variant, M: int, N: int, args: list[object],

@@ -78,6 +78,17 @@ def gpu_info(index: int) -> GpuInfo:
     )
 
 
+def require_sm90(index: int, what: str, hint: str = "") -> GpuInfo:
+    """GPU ``index``'s info; raises naming ``what`` (the feature and the instructions it uses) unless
+    the GPU has compute capability 9.0 or newer (mbarriers, bulk and tensor copies, clusters)."""
+    info = gpu_info(index)
+    if not info.supports_clusters:
+        raise UnsupportedDeviceError(
+            f"{what}: compute capability 9.0 or newer is needed; GPU {index} '{info.name}' is "
+            f"sm_{info.capability[0]}{info.capability[1]}{hint}")
+    return info
+
+
 def require_cluster_support(cluster: int, index: int) -> None:
     """Raise unless GPU ``index`` can launch clusters of ``cluster`` CTAs."""
     info = gpu_info(index)

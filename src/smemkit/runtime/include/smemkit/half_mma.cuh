@@ -2,7 +2,7 @@
 // (split_gemv.cu, split_attention.cu).
 //
 // The including file defines SMEMKIT_HALF_BF16 (1: bf16, 0: fp16) before including this header;
-// u16 values hold one element of that type.
+// u16 (ptx.cuh) values hold one element of that type.
 #pragma once
 
 #include <smemkit/ptx.cuh>
@@ -11,31 +11,14 @@
 #error "define SMEMKIT_HALF_BF16 (1 bf16, 0 fp16) before including smemkit/half_mma.cuh"
 #endif
 
-typedef unsigned short u16;
 
 namespace smemkit {
 
 __device__ __forceinline__ uint4 zero4() { return make_uint4(0u, 0u, 0u, 0u); }
 
-// 16-byte loads that differ only in their cache operator (the PTX instruction spelled out).
-#define SMEMKIT_LOAD16(name, instruction)                                        \
-  __device__ __forceinline__ uint4 name(const u16* p) {                          \
-    uint4 v;                                                                      \
-    asm volatile(instruction " {%0, %1, %2, %3}, [%4];"                           \
-                 : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w)                     \
-                 : "l"(p));                                                       \
-    return v;                                                                     \
-  }
-// Through the read-only path, cached in L1 (small operands every warp re-reads).
-SMEMKIT_LOAD16(ld_nc16, "ld.global.nc.v4.u32")
-// Streamed (evict-first): host rows through the mapped pointer of pinned memory, the load
-// `smemkit probe` measured at 51 GB/s.
-SMEMKIT_LOAD16(ld_cs16, "ld.global.cs.v4.u32")
-// Read once: read-only path, no L1 allocation.
-SMEMKIT_LOAD16(ld_once16, "ld.global.nc.L1::no_allocate.v4.u32")
-// Plain (the split GEMV's host_load = 2 experiment).
-SMEMKIT_LOAD16(ld_plain16, "ld.global.v4.u32")
-#undef SMEMKIT_LOAD16
+// 16-byte loads of 16-bit data: the policies are ptx.cuh's ld_v4 (kLdCached for x / q, which
+// every warp re-reads; kLdStream for host rows through the mapped pointer of pinned memory, the
+// load `smemkit probe` measured at 51 GB/s; kLdNoAllocate for HBM data read once).
 
 // Partials written by other CTAs: read at L2 (never a stale L1 line).
 __device__ __forceinline__ float ld_partial(const float* p) {
