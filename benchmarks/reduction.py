@@ -9,12 +9,13 @@ overhead included); ``ms`` is the faster median and ``timing`` says which
 measured 5-12 % slower than their launches, benchmarks/results/h200/timing_modes/).
 Per (workload, M, N): torch eager, torch.compile (default and max-autotune-no-cudagraphs),
 the hand-written autotuned Triton kernel, and every legal smemkit variant (staged, reread,
-cluster P = 2/4/8/16, the prefetch variants, and reread_l2 / reread_l2_t512
-— persistent re-read capped by the L2 — and regs / regs_t512 / regs_t256 — the row held in
-registers, N <= 16K at 1024 threads, 8K at 512, 4K at 256; ``SMEMKIT_REREAD_L2_FRACTION`` sets
-reread_l2's share of the L2). CUDA events after warm-up, median of --reps (>= 20); compilation and
-autotuning happen in the warm-up, outside the timing. Each record carries the relative error
-against the float64 reference of the spec (rows of the same inputs).
+cluster P = 2/4/8/16, the prefetch variants, and reread_l2 / reread_l2_t512 — persistent
+re-read capped by the L2; with ``_rows`` one CTA per row — and regs / regs_t512 / regs_t256 —
+the row held in registers, N <= 16K at 1024 threads, 8K at 512, 4K at 256;
+``SMEMKIT_REREAD_L2_FRACTION`` sets reread_l2's share of the L2). CUDA events after warm-up,
+median of --reps (>= 20); compilation and autotuning happen in the warm-up, outside the timing.
+Each record carries the relative error against the float64 reference of the spec (rows of the
+same inputs).
 """
 
 from __future__ import annotations
@@ -43,7 +44,8 @@ DEFAULT_ROWS = 4096
 OURS = [("staged", None), ("reread", None), ("cluster", 2), ("cluster", 4), ("cluster", 8),
         ("cluster", 16), ("staged_pf", None), ("cluster_pf", 2), ("cluster_pf", 4), ("cluster_pf", 8),
         ("cluster_pf", 16),
-        ("reread_l2", None), ("reread_l2_t512", None), ("regs", None), ("regs_t512", None),
+        ("reread_l2", None), ("reread_l2_t512", None), ("reread_l2_rows", None),
+        ("reread_l2_t512_rows", None), ("regs", None), ("regs_t512", None),
         ("regs_t256", None)]
 
 
@@ -126,6 +128,7 @@ def main() -> int:
     parser.add_argument("--methods", nargs="+",
                         default=["eager", "compile", "compile_max", "triton", "staged", "reread",
                                  "cluster", "staged_pf", "cluster_pf", "reread_l2", "reread_l2_t512",
+                                 "reread_l2_rows", "reread_l2_t512_rows",
                                  "regs", "regs_t512", "regs_t256"])
     parser.add_argument("--reps", type=int, default=30)
     parser.add_argument("--append", action="store_true",

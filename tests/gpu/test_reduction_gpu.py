@@ -18,8 +18,10 @@ pytestmark = pytest.mark.gpu
 
 VARIANTS = [("staged", None), ("reread", None), ("cluster", 2), ("cluster", 4), ("cluster", 8),
             ("cluster", 16), ("staged_pf", None), ("cluster_pf", 2), ("cluster_pf", 8),
-            # not yet measured: L2-capped persistent re-read (1024 and 512 threads), row in registers
-            ("reread_l2", None), ("reread_l2_t512", None), ("regs", None), ("regs_t512", None)]
+            # L2-capped persistent re-read (1024 and 512 threads), the same with one CTA per row,
+            # row in registers
+            ("reread_l2", None), ("reread_l2_t512", None), ("reread_l2_rows", None),
+            ("reread_l2_t512_rows", None), ("regs", None), ("regs_t512", None)]
 WIDTHS = [4096, 8192, 16384, 32768, 65536, 1, 31, 1000, 4097, 65535, 98304]
 SEEDS = iter(range(10**6))
 
@@ -185,8 +187,9 @@ def test_autotune_picks_records_and_stays_correct(isolated_cache):
 
 @pytest.mark.parametrize("name", sorted(BUILTIN))
 def test_reread_l2_is_bitwise_the_same_on_any_grid(name, monkeypatch):
-    """reread_l2's grid is capped by the L2 budget: a row's result must not depend on how many
-    CTAs loop over the rows (each row is reduced by one CTA in a fixed order)."""
+    """reread_l2's grid is capped by the L2 budget (or one CTA per row: reread_l2_rows): a row's
+    result must not depend on how many CTAs loop over the rows (each row is reduced by one CTA in a
+    fixed order)."""
     for N, M in ((65535, 150), (4097, 37)):
         tensors, scalars, got = run_case(name, M, N, "reread_l2", None)
         check(name, got, reference(BUILTIN[name], tensors, scalars))
@@ -195,6 +198,8 @@ def test_reread_l2_is_bitwise_the_same_on_any_grid(name, monkeypatch):
         monkeypatch.setenv("SMEMKIT_REREAD_L2_FRACTION", "16")  # every resident CTA
         _, _, many = run_case(name, M, N, "reread_l2", None, tensors, scalars)
         monkeypatch.delenv("SMEMKIT_REREAD_L2_FRACTION")
+        _, _, per_row = run_case(name, M, N, "reread_l2_rows", None, tensors, scalars)  # grid = M
         for key in got:
             assert torch.equal(got[key].view(torch.uint8), few[key].view(torch.uint8)), key
             assert torch.equal(got[key].view(torch.uint8), many[key].view(torch.uint8)), key
+            assert torch.equal(got[key].view(torch.uint8), per_row[key].view(torch.uint8)), key

@@ -35,9 +35,11 @@ THREADED = ("reread_l2", "regs")
 
 def non_cluster_variants(spec: ReductionSpec, N: int, smem_limit: int) -> list[Variant]:
     """The non-cluster kernels legal at width N: staged, reread, reread_l2 at 1024 and 512
-    threads, and regs at 256 and 512 threads when the row fits their registers."""
-    candidates = [Variant("staged"), Variant("reread"), Variant("reread_l2"),
-                  Variant("reread_l2", threads=512), *(regs_variant(N, t) for t in REGS_THREADS)]
+    threads (persistent and one CTA per row), and regs at 256 and 512 threads when the row fits
+    their registers."""
+    candidates = [Variant("staged"), Variant("reread"),
+                  *(Variant("reread_l2", threads=t, per_row=r) for t in (1024, 512) for r in (False, True)),
+                  *(regs_variant(N, t) for t in REGS_THREADS)]
     return [v for v in candidates if legality(spec, v, N, smem_limit, 1) is None]
 
 
@@ -100,11 +102,12 @@ def _table_pick(name: str, M: int, N: int, profile_name: str) -> Variant | None:
 
 
 def variant_from_label(label: str, N: int) -> Variant:
-    """The non-cluster Variant a table names by label ("staged", "reread_l2_t512", "regs_v2_t512")."""
-    kind, _, threads = label.partition("_t")
+    """The non-cluster Variant a table names by label ("staged", "reread_l2_t512_rows", "regs_v2_t512")."""
+    per_row = label.endswith("_rows")
+    kind, _, threads = label.removesuffix("_rows").partition("_t")
     if kind.startswith("regs"):
         return regs_variant(N, int(threads or 1024))
-    return Variant(kind, threads=int(threads or 0))
+    return Variant(kind, threads=int(threads or 0), per_row=per_row)
 
 
 @cache
@@ -151,12 +154,16 @@ def resolve_variant(spec: ReductionSpec, M: int, N: int, device: torch.device, v
     kind = variant or "cluster"
     prefetch = kind.endswith("_pf")  # "staged_pf" / "cluster_pf": persistent, two row buffers
     kind = kind.removesuffix("_pf")
+    per_row = kind.endswith("_rows")  # "reread_l2_rows", "reread_l2_t512_rows": one CTA per row
+    kind = kind.removesuffix("_rows")
     threads = 0  # the kind's default
     base, _, suffix = kind.rpartition("_t")  # "reread_l2_t512", "regs_t512": other thread counts
     if base in THREADED and suffix in ("256", "512", "1024"):
         kind, threads = base, int(suffix)
-    if kind not in VARIANTS or (prefetch and kind not in ("staged", "cluster")):
-        allowed = [*VARIANTS, "staged_pf", "cluster_pf", "reread_l2_t512", "regs_t512", "regs_t256"]
+    if (kind not in VARIANTS or (prefetch and kind not in ("staged", "cluster"))
+            or (per_row and kind != "reread_l2")):
+        allowed = [*VARIANTS, "staged_pf", "cluster_pf", "reread_l2_t512", "reread_l2_rows",
+                   "reread_l2_t512_rows", "regs_t512", "regs_t256"]
         raise InvalidArgumentError(f"variant {variant!r}; allowed: {', '.join(allowed)}")
     if kind in THREADED and cluster_size not in (None, 1):
         raise InvalidArgumentError(f"cluster_size={cluster_size} only applies to variant='cluster'")
@@ -166,7 +173,7 @@ def resolve_variant(spec: ReductionSpec, M: int, N: int, device: torch.device, v
         check_regs_width(N, threads or 1024)
         return regs_variant(N, threads or 1024)
     if kind == "reread_l2":
-        return Variant(kind, threads=threads)
+        return Variant(kind, threads=threads, per_row=per_row)
     if kind == "cluster":
         P = cluster_size or 8
         if P not in CLUSTER_SIZES:

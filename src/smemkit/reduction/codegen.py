@@ -5,19 +5,21 @@ One template, five variants (paper §III-B/C, plus two for measurement):
   memory with the bulk-copy engine, reduces it, and pushes its partial statistics one-way into
   every peer's shared memory (``st.async`` completing on the peer's mbarrier, one barrier per
   stage, no cluster-wide sync per stage); every CTA combines the P partials in rank order, so
-  all CTAs hold bitwise the same statistics and results are deterministic. Inputs read once
-  (lars' v) are bulk-prefetched into the L2 when the row is staged, so the pass that reads them
-  does not wait on HBM one vector at a time.
+  all CTAs hold bitwise the same statistics and results are deterministic.
 - ``staged`` (P = 1): one CTA per row, the whole row staged in shared memory (when it fits).
 - ``reread``: one CTA per row, each pass re-reads global memory (no staging).
 - ``reread_l2``: the re-read kernel on a persistent grid of 1024-thread CTAs
   whose size the launcher caps so that the rows in flight times the bytes each re-reads stay
   within a budget of the L2 (``kernels.reread_l2_grid``); each thread issues ``batch`` (4)
   independent 16-byte loads per input before consuming any, so fewer CTAs still keep enough
-  loads in flight.
+  loads in flight. ``per_row`` (``reread_l2_rows``): the same kernel with one CTA per row, no cap.
 - ``regs``: one 1024-thread CTA per row, the inputs read by two or more
   passes held in registers (``vregs`` 16-byte vectors per thread and input, fully unrolled)
   from the first pass to the last: every element read from global memory once, no shared memory.
+
+The staged, cluster and regs variants bulk-prefetch into the L2, when a row starts, the inputs
+that only their output pass reads (lars' v), so that pass does not wait on HBM one vector at a
+time.
 
 The generated text names every value after the spec and marks each stage with a comment.
 """
@@ -47,6 +49,7 @@ class Variant:
     control: bool = False  # work-free twin for the cost model's T_ctrl: no loads, no outputs
     prefetch: bool = False  # persistent, two row buffers: stage row r+1 while computing row r
     vregs: int = 0  # regs only: 16-byte vectors per thread held in registers for each input
+    per_row: bool = False  # reread_l2 only: one CTA per row, not the persistent grid (kernels.grid_clusters)
 
     def __post_init__(self) -> None:
         if self.kind not in VARIANTS:
@@ -65,6 +68,8 @@ class Variant:
             raise InvalidArgumentError(f"threads = {self.threads}: a multiple of 32 from 64 to 1024")
         if self.prefetch and not self.staged:
             raise InvalidArgumentError("prefetch applies to the staged and cluster variants only")
+        if self.per_row and self.kind != "reread_l2":
+            raise InvalidArgumentError("per_row (one CTA per row) applies to the reread_l2 variants only")
 
     @property
     def staged(self) -> bool:
@@ -101,7 +106,8 @@ class Variant:
             base = self.kind
         if self.threads != DEFAULT_THREADS.get(self.kind, 256):
             base += f"_t{self.threads}"
-        return base + ("_pf" if self.prefetch else "") + ("_control" if self.control else "")
+        return (base + ("_rows" if self.per_row else "") + ("_pf" if self.prefetch else "")
+                + ("_control" if self.control else ""))
 
 
 # reread_l2: at most this many 16-byte vectors (4 registers each) a thread loads across the inputs
@@ -160,9 +166,13 @@ def generate(spec: ReductionSpec, variant: Variant) -> str:
         raise InvalidArgumentError(f"workload spec '{spec.name}' has no kernel: it is {spec.kernel_support}")
     P, T = variant.P, variant.threads
     staged = spec.staged_inputs if variant.staged else []
-    # inputs a staged kernel reads from global memory once: prefetched into the L2 with the row's
-    # staging, so the pass that reads them finds them there
-    prefetched = [n for n in spec.inputs if n not in staged] if variant.staged else []
+    # inputs read from global memory once, by a pass after the first (lars' v): prefetched into
+    # the L2 when the row starts (with its staging, in staged kernels), so that pass finds them there
+    # (staged and regs kernels; the re-read kernels leave the L2 to the inputs they read again:
+    # prefetching there measured 4-12 % slower at 16K-32K, benchmarks/results/h200/late_inputs/)
+    prefetched = [n for n in spec.inputs
+                  if sum(n in p for p in spec.pass_inputs) == 1 and n not in spec.pass_inputs[0]
+                  ] if variant.staged or variant.kind == "regs" else []
     held = list(spec.staged_inputs) if variant.kind == "regs" else []  # kept in registers
     # The last pass that reads each input: the new variants stream an input on its last read
     # (the original re-read kernel keeps its behaviour: streaming loads in the output pass only).
@@ -207,9 +217,10 @@ def generate(spec: ReductionSpec, variant: Variant) -> str:
     n_bars = 2 + 2 * len(q) + (1 if variant.prefetch else 0)
     second_buffer_bar = 2 + 2 * len(q)
     w("  extern __shared__ __align__(128) float4 stage_buf[];")
-    w(f"  __shared__ __align__(8) u64 bars[{n_bars}];  // [0] row staging, [1] column staging, "
-      "[2 + 2l + parity] exchange of stage l" + (f", [{second_buffer_bar}] second row buffer"
-                                                  if variant.prefetch else ""))
+    if variant.staged:  # bulk copies and exchanges complete on mbarriers; the other kinds use none
+        w(f"  __shared__ __align__(8) u64 bars[{n_bars}];  // [0] row staging, [1] column staging, "
+          "[2 + 2l + parity] exchange of stage l" + (f", [{second_buffer_bar}] second row buffer"
+                                                      if variant.prefetch else ""))
     w(f"  __shared__ float slots[{2 * P * nq}];  // [row parity][stage][rank][q] partials")
     w("  __shared__ float red[NWARPS * QMAX];")
     w("  const int _rank = P > 1 ? static_cast<int>(cluster_ctarank()) : 0;")
@@ -222,12 +233,13 @@ def generate(spec: ReductionSpec, variant: Variant) -> str:
         w(f"  const int _cap = {cap_vectors_expr()};")
         for i, n in enumerate(staged_cols):
             w(f"  float4* const s_{n} = stage_buf + {row_buffers * ns + i} * _cap;  // column slice")
-    w("  if (threadIdx.x == 0) {")
-    w(f"    for (int _b = 0; _b < {n_bars}; ++_b) mbarrier_init(smem_u32(&bars[_b]), 1);")
-    w("    fence_mbarrier_init_cluster();")
-    w("    fence_proxy_async_shared();")
-    w("  }")
-    w("  __syncthreads();")
+    if variant.staged:
+        w("  if (threadIdx.x == 0) {")
+        w(f"    for (int _b = 0; _b < {n_bars}; ++_b) mbarrier_init(smem_u32(&bars[_b]), 1);")
+        w("    fence_mbarrier_init_cluster();")
+        w("    fence_proxy_async_shared();")
+        w("  }")
+        w("  __syncthreads();")
     if P > 1:
         w("  cluster_arrive_relaxed();  // peers may push into our slots once everyone has arrived")
     if staged_cols and not variant.control:
@@ -284,6 +296,10 @@ def generate(spec: ReductionSpec, variant: Variant) -> str:
     buf = "(_it & 1)" if variant.prefetch else "0"
     for i, n in enumerate(staged):
         w(f"  float4* const s_{n} = stage_buf + ({buf} * {ns} + {i}) * _cap;")
+    if prefetched and not staged and not variant.control:
+        w(f"  // {', '.join(prefetched)}: read once, by the output pass; prefetched into the L2 now")
+        for n in prefetched:
+            w(f"  prefetch_full_vectors_l2(p_{n}, _s);  // thread 0 issues it")
     for n in spec.row_inputs:  # (a control kernel has null pointers: it reads nothing)
         w(f"  const float {n} = " + ("0.0f;" if variant.control else f"p_{n}[_row];"))
     if held and not variant.control:

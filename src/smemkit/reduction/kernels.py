@@ -242,8 +242,11 @@ def grid_clusters(spec: ReductionSpec, variant: Variant, M: int, N: int, device:
         # 3.86 vs 3.56 TB/s), since freshly launched CTAs overlap their loads with others' work;
         # the prefetch variants stage row r+1 during row r to win that overlap back.
         return min(M, resident_clusters(kernel, variant, smem, device))
-    if variant.kind == "reread_l2":
-        # Persistent, the rows in flight capped so their re-read bytes stay in L2.
+    if variant.kind == "reread_l2" and not variant.per_row:
+        # Persistent, the rows in flight capped so their re-read bytes stay in L2. (per_row: one
+        # CTA per row, the hardware handing each freed slot the next row; no static share of rows
+        # per CTA whose last round idles part of the GPU, but no cap on the rows in flight either:
+        # faster for lars at 8K-32K, slower for the other workloads, benchmarks/results/h200/late_inputs/.)
         l2_bytes = require_kernel_support(device).l2_bytes
         return reread_l2_grid(spec, M, N, l2_bytes, resident_clusters(kernel, variant, smem, device))
     return M

@@ -28,6 +28,8 @@ RESIDENT_1024 = SMS  # one 1024-thread CTA per SM (2048 threads per SM)
 def test_labels_kernel_names_and_defaults():
     assert Variant("reread_l2").threads == 1024 and Variant("reread_l2").label == "reread_l2"
     assert Variant("reread_l2", threads=512).label == "reread_l2_t512"
+    assert Variant("reread_l2", threads=512, per_row=True).label == "reread_l2_t512_rows"
+    assert kernel_name(BUILTIN["lars"], Variant("reread_l2", per_row=True)) == "rr_lars_reread_l2_rows"
     assert Variant("reread").threads == 256 and Variant("reread").label == "reread"
     assert Variant("regs", vregs=4).label == "regs_v4"
     assert kernel_name(BUILTIN["softmax_bwd"], Variant("reread_l2")) == "rr_softmax_bwd_reread_l2"
@@ -44,7 +46,8 @@ def test_labels_kernel_names_and_defaults():
 
 @pytest.mark.parametrize("kwargs", [dict(kind="regs"), dict(kind="regs", vregs=3),
                                     dict(kind="reread_l2", vregs=2), dict(kind="regs", vregs=2, P=2),
-                                    dict(kind="reread_l2", prefetch=True)])
+                                    dict(kind="reread_l2", prefetch=True),
+                                    dict(kind="reread", per_row=True), dict(kind="staged", per_row=True)])
 def test_bad_fields_are_rejected(kwargs):
     with pytest.raises(InvalidArgumentError):
         Variant(**kwargs)
@@ -189,10 +192,16 @@ def test_selected_by_name_and_in_the_legal_set(fake_gpu):
     assert api.resolve_variant(sm, 64, 32768, dev, "reread_l2", None) == Variant("reread_l2")
     t512 = Variant("reread_l2", threads=512)
     assert api.resolve_variant(sm, 64, 32768, dev, "reread_l2_t512", None) == t512
+    rows512 = Variant("reread_l2", threads=512, per_row=True)
+    assert api.resolve_variant(sm, 64, 32768, dev, "reread_l2_t512_rows", None) == rows512
+    assert api.variant_from_label("reread_l2_t512_rows", 32768) == rows512
+    rows = Variant("reread_l2", per_row=True)
+    assert api.resolve_variant(sm, 64, 32768, dev, "reread_l2_rows", None) == rows
     assert api.resolve_variant(sm, 64, 8192, dev, "regs", None) == Variant("regs", vregs=2)
     assert api.resolve_variant(sm, 64, 8192, dev, "regs_t512", None) == Variant("regs", threads=512, vregs=4)
     assert api.resolve_variant(sm, 64, 8192, dev, "reread", None) == Variant("reread")
-    for bad in ("reread_l2_pf", "regs_pf", "reread_pf", "reread_l2_t384", "staged_t512"):
+    for bad in ("reread_l2_pf", "regs_pf", "reread_pf", "reread_l2_t384", "staged_t512", "staged_rows",
+                "regs_rows", "reread_l2_rows_pf"):
         with pytest.raises(InvalidArgumentError):
             api.resolve_variant(sm, 64, 8192, dev, bad, None)
     with pytest.raises(InvalidArgumentError, match="cluster_size"):
@@ -208,12 +217,15 @@ def test_selected_by_name_and_in_the_legal_set(fake_gpu):
     for N in (1, 4096, 16384, 65536, 1 << 20):
         legal = api.legal_variants(sm, N, H200_SMEM, 16, prefetch=True)
         assert Variant("reread_l2") in legal and Variant("reread_l2", threads=512) in legal
+        assert Variant("reread_l2", per_row=True) in legal
+        assert Variant("reread_l2", threads=512, per_row=True) in legal
         assert any(v.kind == "regs" for v in legal) is (N <= 8192)
         assert api.choose_variant(sm, N, H200_SMEM, 16).kind not in api.THREADED
 
 
 def test_variant_from_a_table_label_round_trips():
     for v in (Variant("staged"), Variant("reread"), Variant("reread_l2"), Variant("reread_l2", threads=512),
+              Variant("reread_l2", per_row=True), Variant("reread_l2", threads=512, per_row=True),
               api.regs_variant(4096, 512), api.regs_variant(8192, 512), api.regs_variant(16384, 1024)):
         assert api.variant_from_label(v.label, 8192 if v.kind != "regs" else
                                       {1: 2048, 2: 4096, 4: 8192}[v.vregs] * v.threads // 512) == v
