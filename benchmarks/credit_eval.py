@@ -31,6 +31,7 @@ from smemkit.reduction.calibrate import measure
 from smemkit.reduction.cost_model import crossover, evaluate, shape_of
 from smemkit.reduction.evaluation import baseline_table, dispatch_vs_best_min, geomean_64k
 from smemkit.reduction.reference import relative_error
+from smemkit.reduction.tables import points_from
 from smemkit.reduction.workloads import example_inputs
 from smemkit.runtime.timing import time_both_modes
 
@@ -41,16 +42,16 @@ ROWS = {"layernorm_bwd": 2048}
 def terms_record(verdict) -> list[dict]:
     return [{"P": t.P, "legal": t.legal, "reason": t.reason, "waves": t.waves, "t_save": t.t_save,
              "t_ctrl": t.t_ctrl, "t_replay": t.t_replay, "t_deposit": t.t_deposit, "t_dsm": t.t_dsm,
-             "delta": None if not t.legal else t.delta} for t in verdict.terms]
+             "ctas_per_sm": t.ctas_per_sm, "delta": None if not t.legal else t.delta}
+            for t in verdict.terms]
 
 
-def shape(name: str, N: int, profile) -> dict:
+def shape(name: str, N: int, profile) -> tuple[dict, object, object]:
+    """Measure the model's inputs at (name, N), then time every legal cluster kernel."""
     spec = BUILTIN[name]
     M = ROWS.get(name, 4096)
     tensors, scalars = example_inputs(name, M, N, device="cuda")
     measured, t_b_variant = measure(spec, tensors, scalars)
-    model = evaluate(shape_of(spec, M, N), profile, measured)
-    ablation = evaluate(shape_of(spec, M, N), profile, measured, ablation=True)
     want = reference(spec, tensors, scalars)
     cluster_ms: dict[int, float] = {}
     worst_err = 0.0
@@ -64,23 +65,38 @@ def shape(name: str, N: int, profile) -> dict:
         worst_err = max(worst_err, max(relative_error(got[k], v) for k, v in want.items()
                                        if got[k].dtype != torch.int8))
         cluster_ms[P] = time_both_modes(call, warmup=3, reps=20).best.median_ms
-    best_P = min(cluster_ms, key=cluster_ms.get)
-    measured_win = cluster_ms[best_P] < measured.baseline_ms
-    chosen = model.best.P if model.profitable else None
-    dispatched_ms = cluster_ms[chosen] if chosen else measured.baseline_ms
-    return {
+    record = {
         "workload": name, "M": M, "N": N, "baseline_ms": measured.baseline_ms,
         "baseline_variant": t_b_variant, "baseline_ctas_per_sm": measured.baseline_ctas_per_sm,
         "control_excess_ms": dict(measured.control_excess_ms),
         "resident_clusters": dict(measured.resident_clusters or {}),
+        "cluster_ms": cluster_ms, "cluster_rel_err": worst_err,
+    }
+    model, ablation = score(record, measured, profile)
+    return record, model, ablation
+
+
+def score(record: dict, measured, profile) -> tuple[object, object]:
+    """The model's and the ablation's verdicts at a record's shape from its measured inputs,
+    written into the record next to what was measured (no GPU: also used by --rescore)."""
+    spec = BUILTIN[record["workload"]]
+    kernel_shape = shape_of(spec, record["M"], record["N"])
+    model = evaluate(kernel_shape, profile, measured)
+    ablation = evaluate(kernel_shape, profile, measured, ablation=True)
+    cluster_ms = {int(P): ms for P, ms in record["cluster_ms"].items()}
+    best_P = min(cluster_ms, key=cluster_ms.get)
+    measured_win = cluster_ms[best_P] < measured.baseline_ms
+    chosen = model.best.P if model.profitable else None
+    record.update({
         "model": {"profitable": model.profitable, "P": chosen, "terms": terms_record(model)},
         "ablation": {"profitable": ablation.profitable,
                      "P": ablation.best.P if ablation.profitable else None},
-        "cluster_ms": cluster_ms, "best_cluster_P": best_P, "best_cluster_ms": cluster_ms[best_P],
+        "best_cluster_P": best_P, "best_cluster_ms": cluster_ms[best_P],
         "measured_profitable": measured_win, "model_correct": model.profitable == measured_win,
-        "ablation_correct": ablation.profitable == measured_win, "dispatched_ms": dispatched_ms,
-        "cluster_rel_err": worst_err,
-    }, model, ablation
+        "ablation_correct": ablation.profitable == measured_win,
+        "dispatched_ms": cluster_ms[chosen] if chosen else measured.baseline_ms,
+    })
+    return model, ablation
 
 
 def summarize(records: list[dict], verdicts: dict, baselines: dict | None) -> dict:
@@ -124,17 +140,20 @@ def embed(result_path: Path, table_path: Path = EMBEDDED) -> None:
 
 
 def rescore(out: Path, baselines: Path) -> None:
-    """Recompute the baseline-dependent summary (Table IV, dispatch ratio) of an existing
-    credit_eval.json against a (more complete) reduction.json, without a GPU."""
+    """Re-evaluate an existing credit_eval.json without a GPU: the model and the ablation from
+    its stored inputs (T_B, control kernels, resident clusters) with the current cost model,
+    then the summary (Table V, crossover, Table IV, dispatch ratio) against a reduction.json."""
     result = json.loads(out.read_text())
-    table = baseline_table(json.loads(baselines.read_text()))
-    summary = result["summary"]
-    summary["geomean_64k"] = geomean_64k(result["records"], table)
-    summary["dispatch_vs_best_min"] = dispatch_vs_best_min(result["records"], table)
-    summary["baselines_from"] = "the --baselines reduction.json (its device block and commands say which run)"
-    result.setdefault("rescored_with", []).append(str(baselines))
+    profile, _ = select_profile(result["profile"])
+    verdicts: dict = {"model": {}, "ablation": {}}
+    for record, point in zip(result["records"], points_from(result["records"], str(out)), strict=True):
+        model, ablation = score(record, point.measured, profile)
+        verdicts["model"][(record["workload"], record["N"])] = model
+        verdicts["ablation"][(record["workload"], record["N"])] = ablation
+    result["summary"] = summarize(result["records"], verdicts, json.loads(baselines.read_text()))
+    result.setdefault("rescored_with", []).append(f"{baselines} (model and summary re-evaluated)")
     out.write_text(json.dumps(result, indent=1) + "\n")
-    print(json.dumps(summary, indent=1))
+    print(json.dumps(result["summary"], indent=1))
 
 
 def main() -> int:
@@ -142,7 +161,8 @@ def main() -> int:
     parser.add_argument("--out", type=Path)
     parser.add_argument("--baselines", type=Path)
     parser.add_argument("--rescore", action="store_true",
-                        help="only recompute Table IV and the dispatch ratio of --out from --baselines")
+                        help="re-evaluate the model and the summary of --out from its stored "
+                             "measurements (no GPU), Table IV against --baselines")
     parser.add_argument("--embed", type=Path, help="write this credit_eval.json as the package's H200 table")
     parser.add_argument("--workloads", nargs="+", default=sorted(BUILTIN))
     parser.add_argument("--widths", nargs="+", type=int, default=list(WIDTHS))

@@ -169,6 +169,8 @@ def main() -> None:
         "re-reads HBM; when it reads each element once (staged, regs, reread_l2), its time above the",
         "HBM streaming floor if at most one of its CTAs is resident per SM, else 0. The rule was made",
         "on the H200 data of 2026-11-29/30 (42 points, then with staged / reread baselines only).",
+        "The overheads (T_ctrl + T_replay + T_deposit + T_DSM) count 1/k, k the cluster kernel's CTAs",
+        "per SM at once (at least 1): the other CTAs on the SM stream while one waits or replays.",
         "Where the shipped model is wrong here (T_B / best cluster time; ΔT of its best P):",
         "",
         *[f"- {w} N = {N}: T_B / cluster {ratio:.3f}, ΔT {delta * 1e3:+.1f} us"

@@ -22,22 +22,25 @@ def run(args: argparse.Namespace) -> int:
 
     e = explain(args.workload, args.rows, args.width, args.profile)
     console = Console()
+    console.width = max(console.width, 110)  # every column whole, also when piped (80 by default)
     if e.rejected:
         console.print(f"[bold]verdict: keep the non-cluster kernel[/bold] - {e.rejected}")
         return 0
     table = Table(title=f"{e.workload}, M = {e.M}, N = {e.N} on {e.profile.name} (times in ms)")
-    for col in ("P", "legal", "waves", "T_save", "T_ctrl", "T_replay", "T_deposit", "T_DSM", "ΔT"):
+    for col in ("P", "legal", "waves", "k", "T_save", "T_ctrl", "T_replay", "T_deposit", "T_DSM", "ΔT"):
         table.add_column(col, justify="right")
     for t in e.verdict.terms:
         if not t.legal:
-            table.add_row(str(t.P), "no", *["-"] * 7)
+            table.add_row(str(t.P), "no", *["-"] * 8)
             continue
-        table.add_row(str(t.P), "yes", str(t.waves), *(f"{v:.4f}" for v in (
+        table.add_row(str(t.P), "yes", str(t.waves), f"{t.ctas_per_sm:.2f}", *(f"{v:.4f}" for v in (
             t.t_save, t.t_ctrl, t.t_replay, t.t_deposit, t.t_dsm, t.delta)))
     console.print(table)
     for t in e.verdict.terms:
         if not t.legal:
             console.print(f"P = {t.P} not legal: {t.reason}")
+    console.print("k: the cluster kernel's CTAs per SM at once; ΔT = T_save - (T_ctrl + T_replay + "
+                  "T_deposit + T_DSM) / k")
     console.print(f"inputs: {e.inputs}")
     m = e.measured
     per_sm = "" if m.baseline_ctas_per_sm is None else f", {m.baseline_ctas_per_sm:.2f} CTAs per SM at once"

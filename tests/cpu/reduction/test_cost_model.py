@@ -30,7 +30,14 @@ def test_terms_match_hand_computation():
     assert t.t_deposit == 0.0
     assert t.t_dsm == pytest.approx(50 * 4 * 7 * 4 / (2.0e9 * 20.0) * 1e3)
     assert t.t_ctrl == 0.05
-    assert t.delta == pytest.approx(t.t_save - 0.05 - t.t_replay - t.t_dsm)
+    # 40 clusters of 8 CTAs on 100 SMs: 3.2 CTAs per SM share the overheads' time with streaming
+    assert t.ctas_per_sm == pytest.approx(3.2)
+    assert t.delta == pytest.approx(t.t_save - (0.05 + t.t_replay + t.t_dsm) / 3.2)
+    # fewer resident CTAs than SMs: k stays 1 (every overhead shows)
+    few = Measured(baseline_ms=1.0, control_excess_ms={8: 0.05}, resident_clusters={8: 5})
+    (t1,) = evaluate(shape_of(LN, M, N), PROFILE, few, sizes=(P,)).terms
+    assert t1.ctas_per_sm == 1.0
+    assert t1.delta == pytest.approx(t1.t_save - 0.05 - t1.t_replay - t1.t_deposit - t1.t_dsm)
 
 
 def test_deposit_charged_when_the_source_outruns_shared_memory_stores():
@@ -47,6 +54,7 @@ def test_ablation_uses_peak_bandwidth_and_serialized_staging():
     (t,) = evaluate(shape_of(LN, 2000, 65536), PROFILE, measured, sizes=(8,), ablation=True).terms
     assert t.t_save == pytest.approx(2000 * 65536 * 12 / 4.0e12 * 1e3)
     assert t.t_deposit == pytest.approx(50 * 8192 * 8 / (2.0e9 * 25.0) * 1e3)
+    assert t.ctas_per_sm == 1.0  # serialized: nothing overlaps
 
 
 def test_illegal_sizes_and_missing_controls_are_reported():
