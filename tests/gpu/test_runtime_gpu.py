@@ -103,3 +103,21 @@ def test_time_both_modes_reports_the_faster_of_two_real_timings():
     both = time_both_modes(lambda: x.mul_(1.0), warmup=2, reps=20)
     assert both.graph is not None and both.graph.median_ms > 0 and both.launch.median_ms > 0
     assert both.best.median_ms == min(both.graph.median_ms, both.launch.median_ms)
+
+
+def test_time_gpu_keeps_the_gpu_busy_for_the_warm_up_time_before_timing():
+    """The time-based warm-up runs the call back to back for warm_ms of GPU time: counting the
+    calls shows it ran far more often than the warm-up calls and repetitions alone."""
+    from smemkit.runtime.timing import time_gpu
+
+    x = torch.randn(1 << 22, device="cuda")
+    calls = [0]
+
+    def fn():
+        calls[0] += 1
+        x.mul_(1.0)
+
+    one = time_gpu(fn, warmup=1, reps=5, warm_ms=0).median_ms
+    calls[0] = 0
+    time_gpu(fn, warmup=1, reps=5, warm_ms=40.0)
+    assert calls[0] - 6 >= 0.3 * 40.0 / max(one, 1e-3), (calls[0], one)  # gaps between batches

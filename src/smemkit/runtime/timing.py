@@ -1,5 +1,12 @@
 """Timing GPU work with CUDA events: warm-up first, one event pair per repetition, median.
 
+The warm-up is counted in calls and then in time: after ``warmup`` calls (compilation,
+autotuning, first-touch), the call (with its L2 flush) runs back to back until the GPU has been
+busy for ``warm_ms`` (default 25 ms, as triton.testing.do_bench), right before the timed loop.
+Measured on the H200 (benchmarks/results/h200/late_inputs/ab_final/): after the GPU idles (a
+compilation, Python work between measurements) the first few milliseconds of the same graph ran
+about 9 % slower than the rest, so a median over 20-30 short repetitions straddled the two speeds.
+
 ``graph=True`` captures one call in a CUDA graph and times its replays, so the host-side cost
 of launching (Python, argument checks) stays out and the GPU time is what is measured.
 ``flush_l2=True`` overwrites a buffer twice the L2 size before each repetition, so inputs come
@@ -9,8 +16,9 @@ from HBM rather than from a cache warmed by the previous repetition.
 L2-flushed) and keeps the faster median: inside benchmarks/reduction.py's process the graph
 replays of several kernels (smemkit's cluster kernels, torch.compile's) measured 5-12 % slower
 than launches of the same kernel on the same data, which carry host overhead on top, while
-alone they matched (benchmarks/results/h200/timing_modes/, cause not found). A launch can only
-add time, so the faster mode is the better estimate of the GPU time.
+alone they matched (benchmarks/results/h200/timing_modes/). Graphs were timed first, right
+after a compilation or capture: most likely the warm-up effect above, which the time-based
+warm-up now removes. A launch can only add time, so the faster mode stays the better estimate.
 """
 
 from __future__ import annotations
@@ -49,9 +57,31 @@ def _l2_flusher() -> Callable[[], None]:
     return lambda: scratch.fill_(1)
 
 
+WARM_MS = 25.0
+
+
+def _keep_busy(call: Callable[[], object], flush: Callable[[], None] | None, warm_ms: float) -> None:
+    """Run ``call`` (after ``flush``) back to back until the GPU has worked ``warm_ms``."""
+    if warm_ms <= 0:
+        return
+    start = torch.cuda.Event(enable_timing=True)
+    start.record()
+    while True:
+        for _ in range(8):
+            if flush:
+                flush()
+            call()
+        end = torch.cuda.Event(enable_timing=True)
+        end.record()
+        end.synchronize()
+        if start.elapsed_time(end) >= warm_ms:
+            return
+
+
 def time_gpu(fn: Callable[[], object], *, warmup: int = 3, reps: int = 20, graph: bool = False,
-             flush_l2: bool = False) -> Timing:
-    """Time ``fn`` (which launches GPU work on the current stream) with CUDA events."""
+             flush_l2: bool = False, warm_ms: float = WARM_MS) -> Timing:
+    """Time ``fn`` (which launches GPU work on the current stream) with CUDA events, after
+    ``warmup`` calls and ``warm_ms`` of back-to-back calls (module docstring)."""
     for _ in range(warmup):
         fn()
     torch.cuda.synchronize()
@@ -63,6 +93,7 @@ def time_gpu(fn: Callable[[], object], *, warmup: int = 3, reps: int = 20, graph
         captured.replay()
         call = captured.replay
     flush = _l2_flusher() if flush_l2 else None
+    _keep_busy(call, flush, warm_ms)
     starts = [torch.cuda.Event(enable_timing=True) for _ in range(reps)]
     ends = [torch.cuda.Event(enable_timing=True) for _ in range(reps)]
     for start, end in zip(starts, ends, strict=True):
