@@ -148,12 +148,16 @@ def main() -> None:
     pngs = figures(ev, base, cross, out_dir)
     s = ev["summary"]
     n = len(points)
+    rescored = ([f"The model's verdicts were re-evaluated without a GPU from the run's stored "
+                 f"measurements (`credit_eval.py --rescore`: {'; '.join(ev['rescored_with'])})."]
+                if ev.get("rescored_with") else [])
     lines = [
         f"# The CREDIT evaluation on the {gpu}",
         "",
         f"Made by `benchmarks/report_credit.py` from `{ev_path.name}` (`benchmarks/credit_eval.py`, "
         f"profile {profile.name}) and `{red_path.name}` (torch.compile and Triton baselines; "
         f"{s.get('baselines_from', 'the same run')}).",
+        *rescored,
         "",
         "## Table V: profitability accuracy (cluster kernel beats the best non-cluster CUDA kernel?)",
         "",
@@ -167,8 +171,9 @@ def main() -> None:
         "",
         "Shipped T_save (docs/reduction.md, \"cost model\"): Eq. 7 when the fastest non-cluster kernel",
         "re-reads HBM; when it reads each element once (staged, regs, reread_l2), its time above the",
-        "HBM streaming floor if at most one of its CTAs is resident per SM, else 0. The rule was made",
-        "on the H200 data of 2026-11-29/30 (42 points, then with staged / reread baselines only).",
+        "HBM streaming floor if at most 3 of its CTAs are resident per SM, else 0 (the limit was 1,",
+        "made on graph-timed data; 3 chosen on the sixth session's both-modes run, then confirmed on",
+        "the seventh session's three runs).",
         "The overheads (T_ctrl + T_replay + T_deposit + T_DSM) count 1/k, k the cluster kernel's CTAs",
         "per SM at once (at least 1): the other CTAs on the SM stream while one waits or replays.",
         "Where the shipped model is wrong here (T_B / best cluster time; ΔT of its best P):",

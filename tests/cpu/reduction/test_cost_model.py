@@ -7,7 +7,13 @@ import pytest
 
 from smemkit.hw.profile import DsmemPrimitives, builtin_profiles
 from smemkit.reduction import BUILTIN
-from smemkit.reduction.cost_model import Measured, crossover, evaluate, shape_of
+from smemkit.reduction.cost_model import (
+    SINGLE_READ_MAX_CTAS_PER_SM,
+    Measured,
+    crossover,
+    evaluate,
+    shape_of,
+)
 
 PRIMS = DsmemPrimitives(local_load_cycles=30, remote_load_cycles=190, local_read_bpc=20.0,
                         remote_read_bpc=4.0, local_store_bpc=25.0, remote_store_bpc=20.0,
@@ -76,11 +82,12 @@ def test_verdict_and_crossover():
 
 
 @pytest.mark.parametrize("variant", ["staged", "reread_l2", "reread_l2_t512", "regs_v2_t512"])
-def test_a_single_read_baseline_saves_only_its_stall_with_one_cta_per_sm(variant):
+def test_a_single_read_baseline_saves_only_its_stall_with_few_ctas_per_sm(variant):
     shape = shape_of(LN, 2000, 65536)
     floor_ms = 2000 * 65536 * (24 - 12) / 4.0e12 * 1e3  # compulsory bytes at B_HBM: 0.393 ms
-    for per_sm, expected in ((None, 0.0), (2.0, 0.0), (1.5, 0.0), (1.0, 1.0 - floor_ms),
-                             (0.45, 1.0 - floor_ms)):
+    assert SINGLE_READ_MAX_CTAS_PER_SM == 3
+    for per_sm, expected in ((None, 0.0), (5.0, 0.0), (3.5, 0.0), (3.0, 1.0 - floor_ms),
+                             (2.0, 1.0 - floor_ms), (1.0, 1.0 - floor_ms), (0.45, 1.0 - floor_ms)):
         measured = Measured(baseline_ms=1.0, control_excess_ms={8: 0.0}, resident_clusters={8: 40},
                             baseline_variant=variant, baseline_ctas_per_sm=per_sm)
         (t,) = evaluate(shape, PROFILE, measured, sizes=(8,)).terms
