@@ -9,8 +9,9 @@ Per (workload, N) at the paper's shapes: the model's inputs are measured without
 cluster workload kernel (T_B = the fastest non-cluster CUDA variant, T_ctrl from work-free
 control kernels, resident clusters from the driver), then the model (and the paper's ablation)
 predicts whether the cluster kernel beats the non-cluster one and with which P. Afterwards
-every legal cluster kernel is timed (CUDA-graph replays, L2 flushed, median of 20) to score the
-prediction (paper Table V) and the crossover width (Fig. 4). With --baselines, torch.compile and
+every legal cluster kernel is timed (``time_both_modes``: graph replays and launches, L2 flushed,
+after the time-based warm-up, median of 20) to score the prediction (paper Table V) and the
+crossover width (Fig. 4). With --baselines, torch.compile and
 Triton times at the same shapes come from a reduction.json of the same GPU, for Table IV.
 """
 
@@ -139,19 +140,27 @@ def embed(result_path: Path, table_path: Path = EMBEDDED) -> None:
     print(f"wrote {table_path} ({len(table['records'])} points)")
 
 
-def rescore(out: Path, baselines: Path) -> None:
+def rescore(out: Path, baselines: Path | None, profile_spec: str | None = None) -> None:
     """Re-evaluate an existing credit_eval.json without a GPU: the model and the ablation from
     its stored inputs (T_B, control kernels, resident clusters) with the current cost model,
-    then the summary (Table V, crossover, Table IV, dispatch ratio) against a reduction.json."""
+    then the summary (Table V, crossover, and with ``baselines`` Table IV and the dispatch
+    ratio). ``profile_spec`` overrides the profile the run names (needed when it was a file)."""
     result = json.loads(out.read_text())
-    profile, _ = select_profile(result["profile"])
+    profile, _ = select_profile(profile_spec or result["profile"])
+    missing = [f"{r['workload']} {r['N']}" for r in result["records"]
+               if r.get("baseline_ctas_per_sm") is None]
+    if missing:
+        print(f"warning: no baseline residency stored for {', '.join(missing)}: T_save of a "
+              "single-read baseline is 0 there", file=sys.stderr)
     verdicts: dict = {"model": {}, "ablation": {}}
     for record, point in zip(result["records"], points_from(result["records"], str(out)), strict=True):
         model, ablation = score(record, point.measured, profile)
         verdicts["model"][(record["workload"], record["N"])] = model
         verdicts["ablation"][(record["workload"], record["N"])] = ablation
-    result["summary"] = summarize(result["records"], verdicts, json.loads(baselines.read_text()))
-    result.setdefault("rescored_with", []).append(f"{baselines} (model and summary re-evaluated)")
+    table = json.loads(baselines.read_text()) if baselines else None
+    result["summary"] = summarize(result["records"], verdicts, table)
+    result["model_rescored"] = {"profile": profile.name, "baselines": str(baselines) if baselines else None,
+                                "by": "benchmarks/credit_eval.py --rescore (no GPU; the stored measurements)"}
     out.write_text(json.dumps(result, indent=1) + "\n")
     print(json.dumps(result["summary"], indent=1))
 
@@ -162,7 +171,7 @@ def main() -> int:
     parser.add_argument("--baselines", type=Path)
     parser.add_argument("--rescore", action="store_true",
                         help="re-evaluate the model and the summary of --out from its stored "
-                             "measurements (no GPU), Table IV against --baselines")
+                             "measurements (no GPU); Table IV too with --baselines")
     parser.add_argument("--embed", type=Path, help="write this credit_eval.json as the package's H200 table")
     parser.add_argument("--workloads", nargs="+", default=sorted(BUILTIN))
     parser.add_argument("--widths", nargs="+", type=int, default=list(WIDTHS))
@@ -174,9 +183,7 @@ def main() -> int:
     if args.out is None:
         parser.error("--out is required")
     if args.rescore:
-        if args.baselines is None:
-            parser.error("--rescore needs --baselines")
-        rescore(args.out, args.baselines)
+        rescore(args.out, args.baselines, args.profile)
         return 0
     profile, why = select_profile(args.profile)
     records: list[dict] = []

@@ -18,7 +18,7 @@ import sys
 from pathlib import Path
 
 from smemkit.hw.profile import builtin_profiles
-from smemkit.reduction.cost_model import crossover, evaluate
+from smemkit.reduction.cost_model import SINGLE_READ_MAX_CTAS_PER_SM, crossover, evaluate
 from smemkit.reduction.evaluation import (
     baseline_table,
     baselines_at,
@@ -149,8 +149,8 @@ def main() -> None:
     s = ev["summary"]
     n = len(points)
     rescored = ([f"The model's verdicts were re-evaluated without a GPU from the run's stored "
-                 f"measurements (`credit_eval.py --rescore`: {'; '.join(ev['rescored_with'])})."]
-                if ev.get("rescored_with") else [])
+                 f"measurements (`credit_eval.py --rescore`, profile {ev['model_rescored']['profile']})."]
+                if ev.get("model_rescored") else [])
     lines = [
         f"# The CREDIT evaluation on the {gpu}",
         "",
@@ -171,7 +171,8 @@ def main() -> None:
         "",
         "Shipped T_save (docs/reduction.md, \"cost model\"): Eq. 7 when the fastest non-cluster kernel",
         "re-reads HBM; when it reads each element once (staged, regs, reread_l2), its time above the",
-        "HBM streaming floor if at most 3 of its CTAs are resident per SM, else 0 (the limit was 1,",
+        f"HBM streaming floor if at most {SINGLE_READ_MAX_CTAS_PER_SM} of its CTAs are resident per SM,"
+        " else 0 (the limit was 1,",
         "made on graph-timed data; 3 chosen on the sixth session's both-modes run, then confirmed on",
         "the seventh session's three runs).",
         "The overheads (T_ctrl + T_replay + T_deposit + T_DSM) count 1/k, k the cluster kernel's CTAs",

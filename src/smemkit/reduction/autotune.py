@@ -8,10 +8,12 @@ read the record. Rows are grouped by power of two: the waves, not the exact coun
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import os
 from collections.abc import Callable, Iterable
 
+from smemkit.errors import InvalidArgumentError
 from smemkit.reduction.codegen import Variant
 from smemkit.reduction.spec import ReductionSpec
 from smemkit.runtime import cache
@@ -32,7 +34,19 @@ def shape_key(spec: ReductionSpec, M: int, N: int) -> str:
 
 
 def _encode(v: Variant) -> dict:
-    return {"kind": v.kind, "P": v.P, "threads": v.threads, "prefetch": v.prefetch}
+    """Every field of the variant, so that the record rebuilds the same kernel."""
+    return dataclasses.asdict(v)
+
+
+def _decode(best: dict) -> Variant | None:
+    """The recorded variant, or None for a record that does not name every field (written by an
+    older smemkit, which dropped some) or names an invalid one: the shape is then tuned again."""
+    if set(best) != {f.name for f in dataclasses.fields(Variant)}:
+        return None
+    try:
+        return Variant(**best)
+    except InvalidArgumentError:
+        return None
 
 
 def tuned_variant(spec: ReductionSpec, M: int, N: int, gpu: str, candidates: Iterable[Variant],
@@ -42,8 +56,9 @@ def tuned_variant(spec: ReductionSpec, M: int, N: int, gpu: str, candidates: Ite
     record_name = "autotune/" + "".join(c if c.isalnum() else "_" for c in gpu)
     key = shape_key(spec, M, N)
     hit = cache.read_record(record_name).get(key)
-    if hit:
-        return Variant(**hit["best"])
+    recorded = _decode(hit["best"]) if hit else None
+    if recorded is not None:
+        return recorded
     times = {v: time_ms(v) for v in candidates}
     best = min(times, key=times.get)
     cache.update_record(record_name, key, {"best": _encode(best),

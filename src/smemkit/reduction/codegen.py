@@ -18,8 +18,8 @@ One template, five variants (paper §III-B/C, plus two for measurement):
   from the first pass to the last: every element read from global memory once, no shared memory.
 
 The staged, cluster and regs variants bulk-prefetch into the L2, when a row starts, the inputs
-that only their output pass reads (lars' v), so that pass does not wait on HBM one vector at a
-time.
+read by one pass only, when that pass is not the first (lars' v, read by the output pass), so that
+pass does not wait on HBM one vector at a time.
 
 The generated text names every value after the spec and marks each stage with a comment.
 """
@@ -137,9 +137,11 @@ def parameter_kinds(spec: ReductionSpec) -> tuple[str, ...]:
 
 
 def static_smem_bytes(spec: ReductionSpec, variant: Variant) -> int:
-    """Shared memory the kernel declares statically (barriers, exchange slots, reduce scratch)."""
+    """Shared memory the kernel declares statically (barriers in the staged kinds, exchange
+    slots, reduce scratch)."""
     q = [len(s.stats) for s in spec.stages]
-    raw = 8 * (3 + 2 * len(q)) + 8 * variant.P * sum(q) + 4 * (variant.threads // 32) * max(q)
+    barriers = 8 * (3 + 2 * len(q)) if variant.staged else 0
+    raw = barriers + 8 * variant.P * sum(q) + 4 * (variant.threads // 32) * max(q)
     return (raw + 127) // 128 * 128 + 128  # ptxas pads each array and rounds the total to 128 B
 
 
@@ -297,7 +299,7 @@ def generate(spec: ReductionSpec, variant: Variant) -> str:
     for i, n in enumerate(staged):
         w(f"  float4* const s_{n} = stage_buf + ({buf} * {ns} + {i}) * _cap;")
     if prefetched and not staged and not variant.control:
-        w(f"  // {', '.join(prefetched)}: read once, by the output pass; prefetched into the L2 now")
+        w(f"  // {', '.join(prefetched)}: read once, by a later pass; prefetched into the L2 now")
         for n in prefetched:
             w(f"  prefetch_full_vectors_l2(p_{n}, _s);  // thread 0 issues it")
     for n in spec.row_inputs:  # (a control kernel has null pointers: it reads nothing)

@@ -28,7 +28,8 @@ Every term is a time in milliseconds for the whole (M, N) problem:
 - T_deposit: the part of the staging store not hidden under the input stream,
   W x slice bytes x max(1/local store rate - 1/per-SM source rate, 0) / f;
 - T_DSM (Eq. 8): remote stores of the partials, W x s x (P - 1) x sum(q_l) / (f x remote store rate);
-- k: the cluster kernel's CTAs resident per SM at once (resident clusters x P / SMs, at least 1).
+- k: the cluster kernel's CTAs resident per SM at once (min(resident clusters, M) x P / SMs, at
+  least 1).
   While one CTA waits at a barrier or replays its slice, the other k - 1 on its SM keep streaming,
   so only 1/k of the overhead terms shows in the kernel's time. smemkit's extension (the paper
   charges them whole, as with one staged CTA per SM, where k = 1). On the H200 evaluations timed
@@ -202,9 +203,10 @@ def evaluate(shape: KernelShape, profile: DeviceProfile, measured: Measured,
             t_deposit = waves * slice_bytes * excess / f_hz * 1e3
         t_replay = waves * slice_bytes / (f_hz * prim.local_read_bpc) * 1e3
         t_dsm = waves * SCALAR_BYTES * (P - 1) * sum(shape.stats) / (f_hz * prim.remote_store_bpc) * 1e3
-        per_sm = 1.0 if ablation else max(resident * P / profile.sm_count, 1.0)
+        # k: the clusters at once (the resident ones, or M when fewer rows) x P over the SMs
+        k = 1.0 if ablation else max(min(resident, M) * P / profile.sm_count, 1.0)
         terms.append(Terms(P, True, None, waves, t_save, max(measured.control_excess_ms[P], 0.0),
-                           t_replay, t_deposit, t_dsm, per_sm))
+                           t_replay, t_deposit, t_dsm, k))
     return Verdict(tuple(terms))
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import math
 import os
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import cache
 
 import torch
@@ -39,6 +39,8 @@ L2_BUDGET_FRACTION = 0.75
 @cache
 def compiled_kernel(spec: ReductionSpec, variant: Variant) -> Kernel:
     """The launchable kernel of one variant (generated and compiled once per process)."""
+    if variant.per_row:  # the same kernel as the persistent variant: only the grid differs
+        return compiled_kernel(spec, replace(variant, per_row=False))
     module = KernelModule(generate(spec, variant), kernel_name(spec, variant))
     return module.function(kernel_name(spec, variant), parameter_kinds(spec))
 
@@ -246,7 +248,7 @@ def grid_clusters(spec: ReductionSpec, variant: Variant, M: int, N: int, device:
         # Persistent, the rows in flight capped so their re-read bytes stay in L2. (per_row: one
         # CTA per row, the hardware handing each freed slot the next row; no static share of rows
         # per CTA whose last round idles part of the GPU, but no cap on the rows in flight either:
-        # faster for lars at 8K-32K, slower for the other workloads, benchmarks/results/h200/late_inputs/.)
+        # each is faster at some shapes, so both are candidates, benchmarks/results/h200/late_inputs/.)
         l2_bytes = require_kernel_support(device).l2_bytes
         return reread_l2_grid(spec, M, N, l2_bytes, resident_clusters(kernel, variant, smem, device))
     return M

@@ -1,8 +1,8 @@
 """Timing GPU work with CUDA events: warm-up first, one event pair per repetition, median.
 
 The warm-up is counted in calls and then in time: after ``warmup`` calls (compilation,
-autotuning, first-touch), the call (with its L2 flush) runs back to back until the GPU has been
-busy for ``warm_ms`` (default 25 ms, as triton.testing.do_bench), right before the timed loop.
+autotuning, first-touch), the call (with its L2 flush) runs back to back until ``warm_ms``
+(default 25 ms, as triton.testing.do_bench) have passed on the GPU, right before the timed loop.
 Measured on the H200 (benchmarks/results/h200/late_inputs/ab_final/): after the GPU idles (a
 compilation, Python work between measurements) the first few milliseconds of the same graph ran
 about 9 % slower than the rest, so a median over 20-30 short repetitions straddled the two speeds.
@@ -24,11 +24,14 @@ add time, so the faster mode stays the better estimate.
 
 from __future__ import annotations
 
+import math
 import statistics
 from collections.abc import Callable
 from dataclasses import dataclass
 
 import torch
+
+from smemkit.errors import InvalidArgumentError
 
 
 @dataclass(frozen=True)
@@ -62,7 +65,10 @@ WARM_MS = 25.0
 
 
 def _keep_busy(call: Callable[[], object], flush: Callable[[], None] | None, warm_ms: float) -> None:
-    """Run ``call`` (after ``flush``) back to back until the GPU has worked ``warm_ms``."""
+    """Run ``call`` (after ``flush``) in batches of 8 until ``warm_ms`` have passed on the GPU's
+    clock (events around the batches; a synchronisation after each batch)."""
+    if not math.isfinite(warm_ms):
+        raise InvalidArgumentError(f"warm_ms={warm_ms}: a finite number of milliseconds (0: none)")
     if warm_ms <= 0:
         return
     start = torch.cuda.Event(enable_timing=True)

@@ -52,3 +52,23 @@ def test_autotune_candidates_are_legal_including_prefetch():
     labels = {v.label for v in both}
     assert "cluster_p2_pf" not in labels  # two 32768/2-column buffers do not fit
     assert "cluster_p8_pf" in labels
+
+
+def test_every_candidate_survives_the_record_round_trip(isolated_cache):
+    """The record rebuilds exactly the kernel that won (fields such as per_row and vregs kept)."""
+    from smemkit.reduction.api import legal_variants
+
+    for N in (4096, 8192, 32768):
+        for v in legal_variants(SPEC, N, 232448, 16, prefetch=True):
+            picked = tuned_variant(SPEC, 4096, N, f"GPU {v.label}", [v], lambda _: 1.0)
+            again = tuned_variant(SPEC, 4096, N, f"GPU {v.label}", [v], lambda _: 1 / 0)
+            assert picked == again == v, v.label
+
+
+def test_an_old_record_without_every_field_is_tuned_again(isolated_cache):
+    key = shape_key(SPEC, 4096, 8192)
+    cache.update_record("autotune/GPU", key, {"best": {"kind": "regs", "P": 1, "threads": 512,
+                                                        "prefetch": False}, "ms": {}})
+    timed = []
+    got = tuned_variant(SPEC, 4096, 8192, "GPU", CANDIDATES, lambda v: timed.append(v) or 1.0)
+    assert got == CANDIDATES[0] and len(timed) == 3

@@ -88,3 +88,20 @@ def test_generated_source_does_not_depend_on_the_hash_seed():
                               env={**os.environ, "PYTHONHASHSEED": str(seed)}).stdout
                for seed in (1, 2, 3)}
     assert len(digests) == 1
+
+
+KINDS = [Variant("staged"), Variant("cluster", 4), Variant("regs", threads=256, vregs=4),
+         Variant("reread"), Variant("reread_l2"), Variant("reread_l2", per_row=True)]
+
+
+@pytest.mark.parametrize("variant", KINDS, ids=lambda v: v.label)
+def test_read_once_inputs_prefetched_and_mbarriers_only_where_used(variant):
+    """lars' v (read by the output pass only) is L2-prefetched by the staged, cluster and regs
+    kernels, not by the re-read kernels (their re-read inputs need the L2); only the staged
+    kinds declare and initialise mbarriers."""
+    src = generate(BUILTIN["lars"], variant)
+    assert ("prefetch_full_vectors_l2(p_v" in src) == (variant.staged or variant.kind == "regs")
+    assert "prefetch_full_vectors_l2(p_w" not in src and "prefetch_full_vectors_l2(p_g" not in src
+    assert ("mbarrier_init" in src) == variant.staged and ("bars[" in src) == variant.staged
+    # softmax_bwd reads every input in its first pass: nothing to prefetch
+    assert "prefetch_full_vectors_l2" not in generate(BUILTIN["softmax_bwd"], variant)

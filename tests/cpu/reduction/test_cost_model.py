@@ -44,6 +44,9 @@ def test_terms_match_hand_computation():
     (t1,) = evaluate(shape_of(LN, M, N), PROFILE, few, sizes=(P,)).terms
     assert t1.ctas_per_sm == 1.0
     assert t1.delta == pytest.approx(t1.t_save - 0.05 - t1.t_replay - t1.t_deposit - t1.t_dsm)
+    # fewer rows than resident clusters: only M clusters run (16 x 8 CTAs on 100 SMs: k = 1.28)
+    (t2,) = evaluate(shape_of(LN, 16, N), PROFILE, measured, sizes=(P,)).terms
+    assert t2.ctas_per_sm == pytest.approx(1.28)
 
 
 def test_deposit_charged_when_the_source_outruns_shared_memory_stores():

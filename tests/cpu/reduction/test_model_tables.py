@@ -42,6 +42,22 @@ def test_h200_table_covers_the_30_points():
         assert dataclasses.is_dataclass(v.best)
 
 
+def test_h200_accuracy_on_the_embedded_table():
+    """The shipped model on the embedded H200 run (credit_eval.json of 2026-11-30, seventh
+    session): 28 of 30 right, the two misses false "yes" at 8K; the ablation 18."""
+    profile = builtin_profiles()["h200_sxm"]
+    right, wrong, ablation = 0, [], 0
+    for p in h200_smemkit():
+        measured_win = min(p.cluster_ms.values()) < p.measured.baseline_ms
+        verdict = evaluate(p.shape, profile, p.measured)
+        right += verdict.profitable == measured_win
+        if verdict.profitable != measured_win:
+            wrong.append((p.workload, p.shape.N, verdict.profitable))
+        ablation += evaluate(p.shape, profile, p.measured, ablation=True).profitable == measured_win
+    assert right == 28 and ablation == 18
+    assert wrong == [("layernorm_bwd", 8192, True), ("pearson_bwd", 8192, True)]
+
+
 def test_dispatch_follows_the_model_on_the_embedded_table():
     profile = builtin_profiles()["h200_sxm"]
     for point in h200_smemkit():
