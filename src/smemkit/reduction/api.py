@@ -101,13 +101,30 @@ def _table_pick(name: str, M: int, N: int, profile_name: str) -> Variant | None:
     return variant_from_label(point.measured.baseline_variant, N)
 
 
+def parse_variant_name(name: str) -> tuple[str, int, bool, bool]:
+    """(kind, threads or 0 for the kind's default, prefetch, per_row) of a variant name: what users
+    pass as ``variant=`` ("reread_l2_t512", "staged_pf", "regs_t256") and what ``Variant.label``
+    writes ("reread_l2_t512_rows", "regs_v2_t512": a regs label's held vectors follow from N).
+    Only parses; ``resolve_variant`` says which names are allowed."""
+    prefetch = name.endswith("_pf")  # "staged_pf" / "cluster_pf": persistent, two row buffers
+    name = name.removesuffix("_pf")
+    per_row = name.endswith("_rows")  # "reread_l2_rows", "reread_l2_t512_rows": one CTA per row
+    name = name.removesuffix("_rows")
+    threads = 0
+    base, _, suffix = name.rpartition("_t")  # "reread_l2_t512", "regs_t512": other thread counts
+    if base and suffix.isdigit():
+        name, threads = base, int(suffix)
+    if name.startswith("regs_v"):
+        name = "regs"
+    return name, threads, prefetch, per_row
+
+
 def variant_from_label(label: str, N: int) -> Variant:
     """The non-cluster Variant a table names by label ("staged", "reread_l2_t512_rows", "regs_v2_t512")."""
-    per_row = label.endswith("_rows")
-    kind, _, threads = label.removesuffix("_rows").partition("_t")
-    if kind.startswith("regs"):
-        return regs_variant(N, int(threads or 1024))
-    return Variant(kind, threads=int(threads or 0), per_row=per_row)
+    kind, threads, prefetch, per_row = parse_variant_name(label)
+    if kind == "regs":
+        return regs_variant(N, threads or 1024)
+    return Variant(kind, threads=threads, prefetch=prefetch, per_row=per_row)
 
 
 @cache
@@ -151,17 +168,11 @@ def resolve_variant(spec: ReductionSpec, M: int, N: int, device: torch.device, v
     info = require_kernel_support(index)
     if variant is None and cluster_size is None:
         return default_variant(spec, M, N, info, index)
-    kind = variant or "cluster"
-    prefetch = kind.endswith("_pf")  # "staged_pf" / "cluster_pf": persistent, two row buffers
-    kind = kind.removesuffix("_pf")
-    per_row = kind.endswith("_rows")  # "reread_l2_rows", "reread_l2_t512_rows": one CTA per row
-    kind = kind.removesuffix("_rows")
-    threads = 0  # the kind's default
-    base, _, suffix = kind.rpartition("_t")  # "reread_l2_t512", "regs_t512": other thread counts
-    if base in THREADED and suffix in ("256", "512", "1024"):
-        kind, threads = base, int(suffix)
+    kind, threads, prefetch, per_row = parse_variant_name(variant or "cluster")
     if (kind not in VARIANTS or (prefetch and kind not in ("staged", "cluster"))
-            or (per_row and kind != "reread_l2")):
+            or (per_row and kind != "reread_l2")
+            or (threads and (kind not in THREADED or threads not in (256, 512, 1024)))
+            or (variant or "").startswith("regs_v")):
         allowed = [*VARIANTS, "staged_pf", "cluster_pf", "reread_l2_t512", "reread_l2_rows",
                    "reread_l2_t512_rows", "regs_t512", "regs_t256"]
         raise InvalidArgumentError(f"variant {variant!r}; allowed: {', '.join(allowed)}")

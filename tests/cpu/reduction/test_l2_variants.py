@@ -295,3 +295,15 @@ def test_control_twin_keeps_every_field(monkeypatch):
     spec = BUILTIN["softmax_bwd"]
     module = compile_module(generate(spec, control), kernel_name(spec, control), arch="sm_90a")
     assert not module.resources[kernel_name(spec, control)].spills
+
+
+def test_every_legal_variants_label_parses_back():
+    """One parser for user names and table labels: every legal variant's label gives it back."""
+    for N in (1, 4096, 8192, 16384, 65536):
+        for v in api.legal_variants(BUILTIN["lars"], N, H200_SMEM, 16, prefetch=True):
+            kind, threads, prefetch, per_row = api.parse_variant_name(v.label)
+            if v.kind == "cluster":
+                assert kind.startswith("cluster") and prefetch == v.prefetch
+                continue
+            assert api.variant_from_label(v.label, N) == v, v.label
+            assert (kind, prefetch, per_row) == (v.kind, v.prefetch, v.per_row)
