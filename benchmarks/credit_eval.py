@@ -29,10 +29,10 @@ from smemkit.hw.environment import device_block
 from smemkit.hw.profile import select_profile
 from smemkit.reduction import BUILTIN, reference, run
 from smemkit.reduction.calibrate import measure
-from smemkit.reduction.cost_model import crossover, evaluate, shape_of
+from smemkit.reduction.cost_model import crossover, evaluate
 from smemkit.reduction.evaluation import baseline_table, dispatch_vs_best_min, geomean_64k
 from smemkit.reduction.reference import relative_error
-from smemkit.reduction.tables import points_from
+from smemkit.reduction.tables import TablePoint, points_from
 from smemkit.reduction.workloads import example_inputs
 from smemkit.runtime.timing import time_both_modes
 
@@ -73,18 +73,17 @@ def shape(name: str, N: int, profile) -> tuple[dict, object, object]:
         "resident_clusters": dict(measured.resident_clusters or {}),
         "cluster_ms": cluster_ms, "cluster_rel_err": worst_err,
     }
-    model, ablation = score(record, measured, profile)
+    model, ablation = score(record, points_from([record], "this run")[0], profile)
     return record, model, ablation
 
 
-def score(record: dict, measured, profile) -> tuple[object, object]:
-    """The model's and the ablation's verdicts at a record's shape from its measured inputs,
-    written into the record next to what was measured (no GPU: also used by --rescore)."""
-    spec = BUILTIN[record["workload"]]
-    kernel_shape = shape_of(spec, record["M"], record["N"])
-    model = evaluate(kernel_shape, profile, measured)
-    ablation = evaluate(kernel_shape, profile, measured, ablation=True)
-    cluster_ms = {int(P): ms for P, ms in record["cluster_ms"].items()}
+def score(record: dict, point: TablePoint, profile) -> tuple[object, object]:
+    """The model's and the ablation's verdicts at a record's shape from its measured inputs
+    (``point``, the record read as a table point), written into the record next to what was
+    measured (no GPU: also used by --rescore)."""
+    measured, cluster_ms = point.measured, point.cluster_ms
+    model = evaluate(point.shape, profile, measured)
+    ablation = evaluate(point.shape, profile, measured, ablation=True)
     best_P = min(cluster_ms, key=cluster_ms.get)
     measured_win = cluster_ms[best_P] < measured.baseline_ms
     chosen = model.best.P if model.profitable else None
@@ -154,7 +153,7 @@ def rescore(out: Path, baselines: Path | None, profile_spec: str | None = None) 
               "single-read baseline is 0 there", file=sys.stderr)
     verdicts: dict = {"model": {}, "ablation": {}}
     for record, point in zip(result["records"], points_from(result["records"], str(out)), strict=True):
-        model, ablation = score(record, point.measured, profile)
+        model, ablation = score(record, point, profile)
         verdicts["model"][(record["workload"], record["N"])] = model
         verdicts["ablation"][(record["workload"], record["N"])] = ablation
     table = json.loads(baselines.read_text()) if baselines else None

@@ -126,10 +126,8 @@ def main() -> int:
     parser.add_argument("--workloads", nargs="+", default=sorted(BUILTIN))
     parser.add_argument("--widths", nargs="+", type=int, default=list(WIDTHS))
     parser.add_argument("--methods", nargs="+",
-                        default=["eager", "compile", "compile_max", "triton", "staged", "reread",
-                                 "cluster", "staged_pf", "cluster_pf", "reread_l2", "reread_l2_t512",
-                                 "reread_l2_rows", "reread_l2_t512_rows",
-                                 "regs", "regs_t512", "regs_t256"])
+                        default=["eager", "compile", "compile_max", "triton",
+                                 *dict.fromkeys(method for method, _ in OURS)])
     parser.add_argument("--reps", type=int, default=30)
     parser.add_argument("--append", action="store_true",
                         help="add to the records already in --out (e.g. a second run for compile_max)")

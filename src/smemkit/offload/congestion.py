@@ -208,19 +208,27 @@ def default_host_config_source(device_index: int = 0) -> str:
 
 # ---- measuring (GPU) ------------------------------------------------------------------------------
 
+def bytes_and_span(rows) -> tuple[int, int]:
+    """(bytes, span in ns) of per-CTA stats rows (start ns, end ns, bytes, ...): the bytes summed,
+    the span from the first start to the last end."""
+    rows = [tuple(int(v) for v in r[:3]) for r in rows]
+    if not rows:
+        return 0, 0
+    return sum(r[2] for r in rows), max(r[1] for r in rows) - min(r[0] for r in rows)
+
+
 def role_rates(stats, host_ctas: int) -> tuple[float | None, float | None]:
     """(host GB/s, HBM TB/s) from the kernel's per-CTA stats (rows: start ns, end ns, bytes, sink).
 
     Each role's rate is its bytes over its span (last end - first start); None when the role had
     no CTA or moved no bytes.
     """
-    rows = [tuple(int(v) for v in r) for r in stats]
+    rows = list(stats)
 
-    def rate(sel: list[tuple[int, ...]]) -> float | None:
-        total = sum(r[2] for r in sel)
-        if not sel or total == 0:
+    def rate(sel: list) -> float | None:
+        total, span = bytes_and_span(sel)
+        if total == 0:
             return None
-        span = max(r[1] for r in sel) - min(r[0] for r in sel)
         return total / span if span > 0 else None  # bytes per ns = GB/s
 
     host = rate(rows[:host_ctas])

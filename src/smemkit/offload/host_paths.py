@@ -25,6 +25,7 @@ import numpy as np
 import torch
 
 from smemkit.errors import InvalidArgumentError, UnsupportedDeviceError
+from smemkit.offload.congestion import bytes_and_span
 
 SOURCE = "offload/host_paths.cu"
 THREADS = 128
@@ -109,8 +110,7 @@ def link_rate(stats: np.ndarray, P: int = 1) -> tuple[float, float]:
     """(link GB/s, delivered GB/s) from per-CTA stats rows (start ns, end ns, bytes landed, xor):
     bytes over the span from the first start to the last end; the link carried 1/P of what
     landed."""
-    span = int(stats[:, 1].max()) - int(stats[:, 0].min())
-    landed = int(stats[:, 2].sum())
+    landed, span = bytes_and_span(stats)
     if span <= 0:
         raise InvalidArgumentError("the probe's timer span is not positive")
     return landed / P / span, landed / span
@@ -138,7 +138,7 @@ class HostPathProbe:
         words = self.host.tensor(torch.int32)
         words.copy_(torch.randint(-(2 ** 31), 2 ** 31 - 1, (words.numel(),), dtype=torch.int32,
                                   generator=torch.Generator().manual_seed(0)))
-        self.bytes = np.frombuffer(self.host.tensor(torch.uint8).numpy(), dtype=np.uint8)
+        self.bytes = self.host.tensor(torch.uint8).numpy()
         self._expected: dict[int, int] = {}  # XOR of the first n bytes (the buffer never changes)
         self.stats = torch.zeros(4 * MAX_CTAS, dtype=torch.int64, device=f"cuda:{self.device_index}")
         self.tmaps: dict[tuple[int, int], torch.Tensor] = {}

@@ -172,14 +172,13 @@ def generate(spec: ReductionSpec, variant: Variant) -> str:
     # the L2 when the row starts (with its staging, in staged kernels), so that pass finds them there
     # (staged and regs kernels; the re-read kernels leave the L2 to the inputs they read again:
     # prefetching there measured 4-12 % slower at 16K-32K, benchmarks/results/h200/late_inputs/)
-    prefetched = [n for n in spec.inputs
-                  if sum(n in p for p in spec.pass_inputs) == 1 and n not in spec.pass_inputs[0]
-                  ] if variant.staged or variant.kind == "regs" else []
     held = list(spec.staged_inputs) if variant.kind == "regs" else []  # kept in registers
     # The last pass that reads each input: the new variants stream an input on its last read
     # (the original re-read kernel keeps its behaviour: streaming loads in the output pass only).
     final_pass = {n: max(i for i, p in enumerate(spec.pass_inputs) if n in p)
                   for n in spec.inputs if any(n in p for p in spec.pass_inputs)}
+    prefetched = [n for n, last in final_pass.items() if last > 0 and n not in spec.staged_inputs
+                  ] if variant.staged or variant.kind == "regs" else []
     exact_last_use = variant.kind in ("reread_l2", "regs")
     pass_counter = [0]
     staged_cols = list(spec.columns) if variant.staged else []

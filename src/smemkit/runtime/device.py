@@ -91,15 +91,9 @@ def require_sm90(index: int, what: str, hint: str = "") -> GpuInfo:
 
 def require_cluster_support(cluster: int, index: int) -> None:
     """Raise unless GPU ``index`` can launch clusters of ``cluster`` CTAs."""
-    info = gpu_info(index)
     if cluster <= 1:
         return
-    if not info.supports_clusters:
-        raise UnsupportedDeviceError(
-            f"cluster size {cluster} needs thread-block clusters (compute capability >= 9.0, "
-            f"Hopper or newer); GPU {index} '{info.name}' is sm_{info.capability[0]}"
-            f"{info.capability[1]}: use a non-cluster variant"
-        )
+    require_sm90(index, f"cluster size {cluster} (thread-block clusters)", ": use a non-cluster variant")
     if cluster > NON_PORTABLE_CLUSTER_MAX:
         raise UnsupportedDeviceError(
             f"cluster size {cluster} exceeds the hardware maximum of {NON_PORTABLE_CLUSTER_MAX}"

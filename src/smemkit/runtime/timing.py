@@ -6,6 +6,8 @@ autotuning, first-touch), the call (with its L2 flush) runs back to back until `
 Measured on the H200 (benchmarks/results/h200/late_inputs/ab_final/): after the GPU idles (a
 compilation, Python work between measurements) the first few milliseconds of the same graph ran
 about 9 % slower than the rest, so a median over 20-30 short repetitions straddled the two speeds.
+Every caller gets it, autotuning included (its first call at a shape takes about 25 ms more per
+candidate): candidates timed cold would be ranked by when they ran, not by their speed.
 
 ``graph=True`` captures one call in a CUDA graph and times its replays, so the host-side cost
 of launching (Python, argument checks) stays out and the GPU time is what is measured.
