@@ -3,11 +3,10 @@
     python benchmarks/ring_breakdown.py --out benchmarks/results/h200/ring_breakdown.json
 
 Per weight shape and offload ratio (r_hide = 0.036 and 0.05 of the offload_ops run): the whole
-ring call (``split_linear(path="ring")``), the all-HBM cuBLAS GEMM, one HBM-piece GEMM and one
-host-chunk GEMM of the sizes ``ring_gemm.ring_steps`` picks, the host-to-HBM copy of one chunk
-alone and under a concurrent all-HBM GEMM, and the host-chunk GEMM cut along K into s pieces
-(``bmm`` over s, then a sum: what a split-K chunk GEMM would cost). CUDA events, median of 20
-after warm-up; no L2 flush (the pieces are timed as they run inside the ring call, back to back).
+ring call (``split_linear(path="ring")``), the all-HBM cuBLAS GEMM, the GEMM of the HBM rows, one
+host-chunk GEMM of the size ``ring_gemm.host_chunks`` picks, and the host-to-HBM copy of one
+chunk alone and under a concurrent all-HBM GEMM. CUDA events, median of 20 after warm-up; no L2 flush
+(the pieces are timed as they run inside the ring call, back to back).
 """
 
 from __future__ import annotations
@@ -22,7 +21,7 @@ import torch.nn.functional as F
 from smemkit.hw.environment import device_block
 from smemkit.offload.gemv import split_linear
 from smemkit.offload.pinned import SplitWeight
-from smemkit.offload.ring_gemm import ring_steps
+from smemkit.offload.ring_gemm import host_chunks
 from smemkit.runtime.timing import time_gpu
 
 SHAPES = ((4096, 14336), (14336, 4096), (8192, 28672), (28672, 8192))
@@ -56,23 +55,17 @@ def breakdown(n: int, k: int, ratio: float) -> dict:
     w = torch.randn(n, k, dtype=torch.bfloat16, device="cuda") / k ** 0.5
     x = torch.randn(BATCH, k, dtype=torch.bfloat16, device="cuda")
     sw = SplitWeight(w, ratio)
-    steps, chunk, piece = ring_steps(sw.n_hbm, sw.host_rows, k, 2)
+    chunks, chunk = host_chunks(sw.host_rows, k, 2)
     rows = w[:chunk]
     slot = torch.empty(chunk, k, dtype=torch.bfloat16, device="cuda")
-    rec = {"shape": [n, k], "ratio": ratio, "host_rows": sw.host_rows, "steps": steps,
-           "chunk_rows": chunk, "piece_rows": piece,
+    rec = {"shape": [n, k], "ratio": ratio, "host_rows": sw.host_rows, "chunks": chunks,
+           "chunk_rows": chunk,
            "ring_ms": median_ms(lambda: split_linear(x, sw, path="ring")),
            "cublas_all_ms": median_ms(lambda: F.linear(x, w)),
-           "hbm_piece_gemm_ms": median_ms(lambda: F.linear(x, w[:piece])),
+           "hbm_rows_gemm_ms": median_ms(lambda: F.linear(x, w[:sw.n_hbm])),
            "host_chunk_gemm_ms": median_ms(lambda: F.linear(x, rows)),
            "chunk_copy_ms": median_ms(lambda: slot.copy_(sw.host[:chunk], non_blocking=True)),
            "chunk_copy_under_gemm_ms": copy_under_gemm_ms(slot, sw.host[:chunk], lambda: F.linear(x, w))}
-    for s in (2, 4, 8):
-        if k % s:
-            continue
-        xs = x.view(BATCH, s, k // s).transpose(0, 1)
-        ws = rows.view(chunk, s, k // s).permute(1, 2, 0)
-        rec[f"host_chunk_splitk{s}_ms"] = median_ms(lambda xs=xs, ws=ws: torch.bmm(xs, ws).sum(0))
     return rec
 
 
@@ -85,11 +78,10 @@ def main() -> int:
         for ratio in RATIOS:
             records.append(breakdown(n, k, ratio))
             r = records[-1]
-            print(f"{n:6d}x{k:<6d} r={ratio:.3f} steps {r['steps']} chunk {r['chunk_rows']:5d} | ring "
-                  f"{r['ring_ms']:.3f} cublas {r['cublas_all_ms']:.3f} piece {r['hbm_piece_gemm_ms']:.3f} "
-                  f"host-gemm {r['host_chunk_gemm_ms']:.3f} copy {r['chunk_copy_ms']:.3f} "
-                  f"copy|gemm {r['chunk_copy_under_gemm_ms']:.3f} splitk4 "
-                  f"{r.get('host_chunk_splitk4_ms', float('nan')):.3f}", flush=True)
+            print(f"{n:6d}x{k:<6d} r={ratio:.3f} chunks {r['chunks']} of {r['chunk_rows']:5d} rows | ring "
+                  f"{r['ring_ms']:.3f} cublas {r['cublas_all_ms']:.3f} hbm-rows {r['hbm_rows_gemm_ms']:.3f} "
+                  f"host-chunk {r['host_chunk_gemm_ms']:.3f} copy {r['chunk_copy_ms']:.3f} "
+                  f"copy|gemm {r['chunk_copy_under_gemm_ms']:.3f}", flush=True)
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(json.dumps({"device": device_block(), "batch": BATCH, "records": records},
                                    indent=1) + "\n")

@@ -214,12 +214,12 @@ def test_leading_dims_chunking_and_empty_input():
 @pytest.mark.parametrize("batch", [1, 5, 64, 65, 200, 512])
 @pytest.mark.parametrize("ratio", [0.03, 0.5, 1.0])
 def test_ring_path_matches_float64(dtype, n, k, batch, ratio):
-    from smemkit.offload.ring_gemm import RING_SLOT_BYTES, ring_steps
+    from smemkit.offload.ring_gemm import RING_SLOT_BYTES, host_chunks
 
     w, x, b = make(n, k, batch, dtype, bias=batch % 2 == 1)
     with SplitWeight(w, ratio) as sw:
-        steps, _, _ = ring_steps(sw.n_hbm, sw.host_rows, k, 2)
-        assert (steps > 2) is (sw.host_rows * k * 2 > 2 * RING_SLOT_BYTES)  # slots reused at 8192 x 2048
+        chunks, _ = host_chunks(sw.host_rows, k, 2)
+        assert (chunks > 2) is (sw.host_rows * k * 2 > 2 * RING_SLOT_BYTES)  # slots reused at 8192 x 2048
         outs = []
         for _ in range(2):
             out = poisoned(batch, n, dtype)

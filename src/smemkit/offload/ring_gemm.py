@@ -1,26 +1,31 @@
 """Large-batch split linear: tensor-core GEMMs (cuBLAS) with the host rows brought in by the copy
-engine through a two-slot HBM ring, each slot's copy hidden under the GEMM of the step before.
+engine through a two-slot HBM ring, each chunk multiplied on a side stream as soon as it lands.
 
 Past 64 input rows the decode kernel (``split_gemv.cu``) would read the whole weight again per 64
 rows; a batch of hundreds of tokens is compute-bound instead, and the host rows only need to
-arrive before the tensor cores want them. :func:`ring_linear` cuts the work into S steps: step j
-multiplies the input by the j-th piece of the HBM rows (cuBLAS, on the caller's stream), then,
-once the copy engine has landed the j-th chunk of host rows in ring slot j mod 2 (a
-``cudaMemcpyAsync`` from the pinned rows on a side stream, no SM involved), by that chunk. The
-copy of chunk j+1 runs while step j computes, so with C/F >= r W / B_h per step (r at or below
-the hide threshold C/F x B_h / W) the host reads cost nothing but the ring's extra HBM traffic.
+arrive before the tensor cores want them. :func:`ring_linear` multiplies the input by all HBM
+rows in one cuBLAS call on the caller's stream while, on two side streams, the copy engine lands
+the host rows chunk by chunk in ring slot j mod 2 (a ``cudaMemcpyAsync`` from the pinned rows, no
+SM involved) and each landed chunk is multiplied by its own GEMM. The caller's stream waits for
+the last chunk's GEMM only. So with C/F >= r W / B_h (r at or below the
+hide threshold C/F x B_h / W) the copies hide under the HBM rows' GEMM, and what is left is the
+last chunk's GEMM, not a chain of GEMM pieces each waiting for its copy (the design before:
+geomean 1.206x the ideal over 80 points against 1.184x, ``benchmarks/results/h200/ring_side/``).
+That last GEMM is skinny (a chunk of a few hundred rows: 29 us for 512 x 144 x 14336 in cuBLAS,
+2 GFLOP) and sets the large-batch tail; cutting its K into a batched GEMM of fp32 partials
+measured slower (same directory).
 
 The ring holds 2 x ``RING_SLOT_BYTES`` of HBM per (GPU, dtype, calling stream) however large the
 host part: offloading still saves the host rows' HBM. One ring per calling stream, because the
-slots are only ordered against the GEMMs of that stream (calls on two streams would otherwise
-overwrite each other's slots); a lock keeps two threads on one stream from interleaving their
-copies and events. Every step writes its own output columns (strided views of the row-major
-output; cuBLAS takes them without a copy), so the result is the same bitwise from run to run.
-Stream order is expressed with events recorded and waited within the call, so the whole call can
-be captured in a CUDA graph. torch's capture stream gets its own ring, allocated at the first
-capture; since ``torch.cuda.graph`` captures every graph on one default stream, all graphs
-captured that way share that ring: replay them one at a time (or on one stream), not
-concurrently on different streams.
+slots are only ordered against the GEMMs of that call's streams (calls on two streams would
+otherwise overwrite each other's slots); a lock keeps two threads on one stream from interleaving
+their enqueues. Every GEMM writes its own output columns (strided views of the row-major output;
+cuBLAS takes them without a copy), so the result is the same bitwise from run to run. Stream order
+is expressed with events recorded and waited within the call, so the whole call can be captured
+in a CUDA graph. torch's capture stream gets its own ring, allocated at the first capture; since
+``torch.cuda.graph`` captures every graph on one default stream, all graphs captured that way
+share that ring: replay them one at a time (or on one stream), not concurrently on different
+streams.
 
 This is not DAK's direct-access GEMM (host tiles read by the GEMM kernel itself, e.g. by TMA): that
 kernel is not built (docs/offload.md).
@@ -37,19 +42,20 @@ from smemkit.errors import InvalidArgumentError
 from smemkit.offload.pinned import TILE_ROWS, SplitWeight
 
 RING_SLOTS = 2
-# Host bytes per step (one ring slot): small enough that the first copy (the only one not
-# overlapped with a GEMM of its own call) is short, large enough for efficient GEMM pieces.
+# Host bytes per chunk (one ring slot): small enough that the last chunk's GEMM, the one not
+# hidden under the HBM rows' GEMM, is short; large enough that the copies run at the link's rate.
 RING_SLOT_BYTES = 8 << 20
 
 
 class HostRing:
-    """Two HBM slots of ``RING_SLOT_BYTES``, a side stream for the copies, the events that order
-    them against the GEMMs, and the lock that keeps one call's enqueues together."""
+    """Two HBM slots of ``RING_SLOT_BYTES``, the side streams for the copies and the host chunks'
+    GEMMs, the events that order them, and the lock that keeps one call's enqueues together."""
 
     def __init__(self, device: torch.device, dtype: torch.dtype) -> None:
         elems = RING_SLOT_BYTES // torch.empty((), dtype=dtype).element_size()
         self.slots = [torch.empty(elems, dtype=dtype, device=device) for _ in range(RING_SLOTS)]
-        self.stream = torch.cuda.Stream(device=device)
+        self.copies = torch.cuda.Stream(device=device)
+        self.gemms = torch.cuda.Stream(device=device)
         self.ready = [torch.cuda.Event() for _ in range(RING_SLOTS)]  # copy landed
         self.free = [torch.cuda.Event() for _ in range(RING_SLOTS)]  # GEMM done reading
         self.lock = threading.Lock()
@@ -92,20 +98,19 @@ def ring_fits(k: int, elem_bytes: int) -> bool:
     return TILE_ROWS * k * elem_bytes <= RING_SLOT_BYTES
 
 
-def ring_steps(n_hbm: int, host_rows: int, k: int, elem_bytes: int) -> tuple[int, int, int]:
-    """(steps, host rows per step, HBM rows per step): host chunks of at most one ring slot and
-    the HBM rows cut into as many pieces, both in multiples of the split's 16-row tile, so every
-    GEMM's output columns start 32-byte aligned (odd offsets send cuBLAS to slow kernels: 2.5x
-    at 28672 x 8192, batch 512, r = 0.05, in the run before this rounding)."""
+def host_chunks(host_rows: int, k: int, elem_bytes: int) -> tuple[int, int]:
+    """(chunks, rows per chunk) of the host rows: as few chunks of at most one ring slot as hold
+    them, equal up to the split's 16-row tile, so every GEMM's output columns start 32-byte
+    aligned (odd offsets send cuBLAS to slow kernels: 2.5x at 28672 x 8192, batch 512, r = 0.05,
+    in the run before this rounding)."""
     if host_rows == 0:
-        return 1, 0, n_hbm
+        return 0, 0
     if not ring_fits(k, elem_bytes):
         raise InvalidArgumentError(f"the ring path needs 16 weight rows per {RING_SLOT_BYTES} B slot; "
                                    f"K = {k} is too wide (use path='kernel')")
     slot_rows = RING_SLOT_BYTES // (k * elem_bytes) // TILE_ROWS * TILE_ROWS
-    steps = math.ceil(host_rows / slot_rows)
-    chunk = min(slot_rows, _tiles(math.ceil(host_rows / steps)))
-    return steps, chunk, _tiles(math.ceil(n_hbm / steps))
+    chunks = math.ceil(host_rows / slot_rows)
+    return chunks, min(slot_rows, _tiles(math.ceil(host_rows / chunks)))
 
 
 def _tiles(rows: int) -> int:
@@ -117,38 +122,35 @@ def ring_linear(x2: torch.Tensor, weight: SplitWeight, bias: torch.Tensor | None
     """``y2 = x2 @ W.T (+ bias)`` for a 2-D input, W split between HBM and host (module docstring).
     Arguments are already checked by ``split_linear``."""
     n_hbm, host_rows = weight.n_hbm, weight.host_rows
-    steps, chunk, piece = ring_steps(n_hbm, host_rows, x2.shape[1], x2.element_size())
     main = torch.cuda.current_stream(x2.device)
     if not host_rows:
-        _steps(x2, weight, bias, y2, steps, chunk, piece, None, main)
+        _gemm(x2, weight.hbm, bias, y2, 0, n_hbm)
         return
+    k = x2.shape[1]
+    chunks, chunk = host_chunks(host_rows, k, x2.element_size())
     ring = host_ring(x2.device, x2.dtype, main)
     with ring.lock:
-        ring.stream.wait_stream(main)  # this stream's previous calls are done with the slots
-        _steps(x2, weight, bias, y2, steps, chunk, piece, ring, main)
-
-
-def _steps(x2: torch.Tensor, weight: SplitWeight, bias: torch.Tensor | None, y2: torch.Tensor,
-           steps: int, chunk: int, piece: int, ring: HostRing | None, main: torch.cuda.Stream) -> None:
-    """Enqueue the S steps (module docstring)."""
-    k = x2.shape[1]
-    n_hbm, host_rows = weight.n_hbm, weight.host_rows
-    for j in range(steps):
-        h0, h1 = j * chunk, min(host_rows, (j + 1) * chunk)
-        slot = j % RING_SLOTS
-        if ring is not None and h1 > h0:
-            with torch.cuda.stream(ring.stream):
+        # both side streams start after the caller's earlier work (this stream's previous calls
+        # are then done with the slots)
+        ring.copies.wait_stream(main)
+        ring.gemms.wait_stream(main)
+        for j in range(chunks):
+            h0, h1 = j * chunk, min(host_rows, (j + 1) * chunk)
+            slot = j % RING_SLOTS
+            with torch.cuda.stream(ring.copies):
                 if j >= RING_SLOTS:
-                    ring.stream.wait_event(ring.free[slot])
+                    ring.copies.wait_event(ring.free[slot])  # chunk j - 2's GEMM is enqueued already
                 ring.slot(slot, h1 - h0, k).copy_(weight.host[h0:h1], non_blocking=True)
-                ring.ready[slot].record(ring.stream)
-        g0, g1 = j * piece, min(n_hbm, (j + 1) * piece)
-        if g1 > g0:
-            _gemm(x2, weight.hbm[g0:g1], bias, y2, g0, g1)
-        if ring is not None and h1 > h0:
-            main.wait_event(ring.ready[slot])
-            _gemm(x2, ring.slot(slot, h1 - h0, k), bias, y2, n_hbm + h0, n_hbm + h1)
-            ring.free[slot].record(main)
+                ring.ready[slot].record(ring.copies)
+            if j == 0 and n_hbm:  # the HBM rows, enqueued once the first copy is
+                _gemm(x2, weight.hbm, bias, y2, 0, n_hbm)
+            with torch.cuda.stream(ring.gemms):
+                ring.gemms.wait_event(ring.ready[slot])
+                c0, c1 = n_hbm + h0, n_hbm + h1
+                linear_into(x2, ring.slot(slot, h1 - h0, k), None if bias is None else bias[c0:c1],
+                            y2[:, c0:c1])
+                ring.free[slot].record(ring.gemms)
+        main.wait_stream(ring.gemms)  # which waited for every copy
 
 
 def _gemm(x2: torch.Tensor, rows: torch.Tensor, bias: torch.Tensor | None, y2: torch.Tensor,

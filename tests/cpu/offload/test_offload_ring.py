@@ -1,4 +1,4 @@
-"""The large-batch ring path's step arithmetic (no GPU)."""
+"""The large-batch ring path's chunk arithmetic and path rule (no GPU)."""
 
 import math
 
@@ -7,24 +7,21 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from smemkit.offload.pinned import TILE_ROWS
-from smemkit.offload.ring_gemm import RING_SLOT_BYTES, ring_steps
+from smemkit.offload.ring_gemm import RING_SLOT_BYTES, host_chunks
 
 
-@pytest.mark.parametrize(("n_hbm", "host_rows", "k"), [(14336 - 720, 720, 4096), (0, 14336, 4096),
-                                                        (8192, 0, 2048), (16, 16, 64), (100000, 16, 8192),
-                                                        (0, 28672, 8192), (32, 48, 262144)])
-def test_steps_cover_both_tiers_within_one_slot(n_hbm, host_rows, k):
-    steps, chunk, piece = ring_steps(n_hbm, host_rows, k, 2)
-    assert steps >= 1 and chunk * k * 2 <= RING_SLOT_BYTES
-    assert steps * chunk >= host_rows and steps * piece >= n_hbm
-    assert chunk % TILE_ROWS == 0 and piece % TILE_ROWS == 0  # aligned output columns
-    if host_rows:
-        slot_rows = RING_SLOT_BYTES // (k * 2) // TILE_ROWS * TILE_ROWS
-        assert steps == math.ceil(host_rows / slot_rows)  # as few steps as the ring allows
-
-
-def test_no_host_rows_is_one_hbm_step():
-    assert ring_steps(4096, 0, 4096, 2) == (1, 0, 4096)
+@pytest.mark.parametrize(("host_rows", "k"), [(720, 4096), (14336, 4096), (0, 2048), (16, 64), (16, 8192),
+                                               (28672, 8192), (48, 262144)])
+def test_chunks_cover_the_host_rows_within_one_slot(host_rows, k):
+    chunks, chunk = host_chunks(host_rows, k, 2)
+    if not host_rows:
+        assert (chunks, chunk) == (0, 0)
+        return
+    assert chunks >= 1 and chunk * k * 2 <= RING_SLOT_BYTES
+    assert chunks * chunk >= host_rows
+    assert chunk % TILE_ROWS == 0  # aligned output columns (the split's n_hbm is a multiple of 16 too)
+    slot_rows = RING_SLOT_BYTES // (k * 2) // TILE_ROWS * TILE_ROWS
+    assert chunks == math.ceil(host_rows / slot_rows)  # as few chunks as the ring allows
 
 
 def test_a_row_too_wide_for_a_slot_is_refused_and_auto_takes_the_kernel():
@@ -38,7 +35,7 @@ def test_a_row_too_wide_for_a_slot_is_refused_and_auto_takes_the_kernel():
 
     assert ring_fits(262144, 2) and not ring_fits(262145, 2)
     with pytest.raises(InvalidArgumentError, match="K = 262152 is too wide"):
-        ring_steps(16, 16, 262152, 2)
+        host_chunks(16, 262152, 2)
     wide = SimpleNamespace(host_rows=16, n_hbm=16, shape=(32, 262152), dtype=torch.bfloat16)
     assert linear_path(wide, 512) == "kernel"
     from smemkit.offload.gemv import auto_path
@@ -79,11 +76,9 @@ def test_linear_path_forced_and_bad_values():
 
 
 @settings(max_examples=300, deadline=None)
-@given(n_hbm=st.integers(0, 200_000), host_rows=st.integers(1, 200_000),
-       k=st.integers(8, 262_144).map(lambda v: v // 8 * 8))
-def test_steps_cover_every_row_on_aligned_boundaries_within_a_slot(n_hbm, host_rows, k):
-    steps, chunk, piece = ring_steps(n_hbm, host_rows, k, 2)
+@given(host_rows=st.integers(1, 200_000), k=st.integers(8, 262_144).map(lambda v: v // 8 * 8))
+def test_chunks_cover_every_host_row_on_aligned_boundaries_within_a_slot(host_rows, k):
+    chunks, chunk = host_chunks(host_rows, k, 2)
     assert chunk * k * 2 <= RING_SLOT_BYTES  # a host chunk fits one slot
-    assert steps * chunk >= host_rows and (steps - 1) * chunk < host_rows  # no empty host step
-    assert steps * piece >= n_hbm  # every HBM row has a step (trailing pieces may be empty)
-    assert chunk % TILE_ROWS == 0 and piece % TILE_ROWS == 0  # output columns stay 32-byte aligned
+    assert chunks * chunk >= host_rows and (chunks - 1) * chunk < host_rows  # no empty chunk
+    assert chunk % TILE_ROWS == 0  # output columns stay 32-byte aligned
