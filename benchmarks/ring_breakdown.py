@@ -1,12 +1,14 @@
-"""Where the ring path's time goes at batch 512 (issue 5's large-batch miss), piece by piece.
+"""Where the ring path's time goes at batch 512 (issue 5's large-batch miss), part by part.
 
     python benchmarks/ring_breakdown.py --out benchmarks/results/h200/ring_breakdown.json
 
 Per weight shape and offload ratio (r_hide = 0.036 and 0.05 of the offload_ops run): the whole
 ring call (``split_linear(path="ring")``), the all-HBM cuBLAS GEMM, the GEMM of the HBM rows, one
 host-chunk GEMM of the size ``ring_gemm.host_chunks`` picks, and the host-to-HBM copy of one
-chunk alone and under a concurrent all-HBM GEMM. CUDA events, median of 20 after warm-up; no L2 flush
-(the pieces are timed as they run inside the ring call, back to back).
+chunk alone and under a concurrent all-HBM GEMM. CUDA events, median of 20 after warm-up; no L2 flush.
+Each part is timed alone (inside the ring call the HBM GEMM and the chunk GEMMs overlap on two
+streams), and the chunk GEMM writes a contiguous output where the ring writes a column slice of
+the full output (the same product, possibly another cuBLAS kernel).
 """
 
 from __future__ import annotations

@@ -210,16 +210,17 @@ def test_leading_dims_chunking_and_empty_input():
 
 
 @pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16])
-@pytest.mark.parametrize(("n", "k"), [(7, 136), (1000, 1032), (8192, 2048)])  # 8192 x 2048, r = 1: 4 steps
+@pytest.mark.parametrize(("n", "k"), [(7, 136), (1000, 1032), (8192, 2048)])  # 8192 x 2048, r = 1: 4 chunks
 @pytest.mark.parametrize("batch", [1, 5, 64, 65, 200, 512])
-@pytest.mark.parametrize("ratio", [0.03, 0.5, 1.0])
+@pytest.mark.parametrize("ratio", [0.03, 0.5, 0.75, 1.0])
 def test_ring_path_matches_float64(dtype, n, k, batch, ratio):
     from smemkit.offload.ring_gemm import RING_SLOT_BYTES, host_chunks
 
     w, x, b = make(n, k, batch, dtype, bias=batch % 2 == 1)
     with SplitWeight(w, ratio) as sw:
         chunks, _ = host_chunks(sw.host_rows, k, 2)
-        assert (chunks > 2) is (sw.host_rows * k * 2 > 2 * RING_SLOT_BYTES)  # slots reused at 8192 x 2048
+        # slots reused at 8192 x 2048, r >= 0.75
+        assert (chunks > 2) is (sw.host_rows * k * 2 > 2 * RING_SLOT_BYTES)
         outs = []
         for _ in range(2):
             out = poisoned(batch, n, dtype)
@@ -233,7 +234,7 @@ def test_ring_path_matches_float64(dtype, n, k, batch, ratio):
         torch.cuda.synchronize()
         assert torch.isfinite(outs[0]).all(), "an output column was not written (still NaN)"
         assert rel_err(outs[0], reference(x, w, b)) < TOL[dtype], sw
-        assert torch.equal(outs[0], outs[1])  # the same GEMMs in the same order: bitwise
+        assert torch.equal(outs[0], outs[1])  # fixed GEMM shapes, disjoint output columns: bitwise
 
 
 def test_ring_path_on_two_streams_at_once():
@@ -242,7 +243,7 @@ def test_ring_path_on_two_streams_at_once():
     ws = [make(4096, 2048, 96, torch.bfloat16, seed=s)[0] for s in (1, 2)]
     x = torch.randn(96, 2048, device="cuda", dtype=torch.bfloat16)
     streams = [torch.cuda.Stream(), torch.cuda.Stream()]
-    with SplitWeight(ws[0], 0.75) as a, SplitWeight(ws[1], 0.75) as b:  # 12 MB host: 2 steps each
+    with SplitWeight(ws[0], 0.75) as a, SplitWeight(ws[1], 0.75) as b:  # 12 MB host: 2 chunks each
         outs = {0: [], 1: []}
         for _ in range(4):
             for i, (sw, stream) in enumerate(zip((a, b), streams, strict=True)):
@@ -254,6 +255,29 @@ def test_ring_path_on_two_streams_at_once():
             ref = reference(x, ws[i])
             for o in outs[i]:
                 assert rel_err(o, ref) < TOL[torch.bfloat16] and torch.equal(o, outs[i][0])
+
+
+def test_ring_waits_for_a_slow_gemm_stream_before_reusing_slots():
+    """A long sleep queued on the ring's GEMM stream delays every chunk GEMM: the copies must wait
+    for them before refilling a slot (chunk j + 2 after chunk j's GEMM, within a call) and before
+    the next call's first copies (across calls), or the GEMMs would read the wrong rows."""
+    from smemkit.offload.ring_gemm import host_chunks, host_ring
+
+    dtype = torch.bfloat16
+    ws = [make(8192, 2048, 96, dtype, seed=s)[0] for s in (3, 4)]
+    x = torch.randn(96, 2048, device="cuda", dtype=dtype)
+    ring = host_ring(x.device, dtype)
+    with SplitWeight(ws[0], 0.75) as a, SplitWeight(ws[1], 0.75) as b:
+        assert host_chunks(a.host_rows, 2048, 2)[0] == 3 and a.n_hbm > 0  # slot 0 refilled
+        with torch.cuda.stream(ring.gemms):
+            torch.cuda._sleep(50_000_000)  # ~25 ms at 1.98 GHz: far longer than any copy here
+        got_a = split_linear(x, a, path="ring")
+        with torch.cuda.stream(ring.gemms):
+            torch.cuda._sleep(50_000_000)
+        got_b = split_linear(x, b, path="ring")  # back to back: its copies reuse a's slots
+        torch.cuda.synchronize()
+        assert rel_err(got_a, reference(x, ws[0])) < TOL[dtype]
+        assert rel_err(got_b, reference(x, ws[1])) < TOL[dtype]
 
 
 def test_free_rings_releases_the_slots():
@@ -299,7 +323,7 @@ def check_in_a_cuda_graph(lin, ratio, rows, max_batch=64):
 def test_large_batch_ring_path_in_a_cuda_graph():
     torch.manual_seed(2)
     lin = nn.Linear(2048, 8192, bias=True).to("cuda", torch.bfloat16)
-    check_in_a_cuda_graph(lin, 0.75, 300, max_batch=300)  # r = 0.75: 3 ring steps
+    check_in_a_cuda_graph(lin, 0.75, 300, max_batch=300)  # r = 0.75: 3 ring chunks
 
 
 def test_argument_errors_on_the_gpu():

@@ -18,7 +18,8 @@ tier gets the same number of units (no wave-quantization tail) at the least mode
 ``SplitWeight``. Its forward allocates only the output: the kernels are loaded, the split-K
 workspace reserved and the ring path's slots for the current stream allocated when the module is
 built (a CUDA-graph capture, on torch's capture stream, allocates that stream's ring at its first
-capture, from the graph's pool), so the forward can be captured in a CUDA graph.
+capture, from the graph's pool; the ring path's first call also gets cuBLAS a workspace for the
+ring's GEMM stream, :mod:`.ring_gemm`), so the forward can be captured in a CUDA graph.
 """
 
 from __future__ import annotations

@@ -16,16 +16,27 @@ That last GEMM is skinny (a chunk of a few hundred rows: 29 us for 512 x 144 x 1
 measured slower (same directory).
 
 The ring holds 2 x ``RING_SLOT_BYTES`` of HBM per (GPU, dtype, calling stream) however large the
-host part: offloading still saves the host rows' HBM. One ring per calling stream, because the
-slots are only ordered against the GEMMs of that call's streams (calls on two streams would
-otherwise overwrite each other's slots); a lock keeps two threads on one stream from interleaving
-their enqueues. Every GEMM writes its own output columns (strided views of the row-major output;
-cuBLAS takes them without a copy), so the result is the same bitwise from run to run. Stream order
-is expressed with events recorded and waited within the call, so the whole call can be captured
-in a CUDA graph. torch's capture stream gets its own ring, allocated at the first capture; since
-``torch.cuda.graph`` captures every graph on one default stream, all graphs captured that way
-share that ring: replay them one at a time (or on one stream), not concurrently on different
-streams.
+host part: offloading still saves the host rows' HBM. Its GEMM stream also gets its own cuBLAS
+workspace from torch (one per cuBLAS handle and stream: 32 MiB on sm_90 by default), allocated at
+its first chunk GEMM and not released by :func:`free_rings`. One ring per calling stream, because
+the slots are only ordered against that call's streams (calls on two streams would otherwise
+overwrite each other's slots); a lock keeps two threads on one stream from interleaving their
+enqueues. Every GEMM writes its own output columns (strided views of the row-major output;
+cuBLAS takes them without a copy), the chunk GEMMs on their own stream have their own cuBLAS
+workspace, and each GEMM's shape is fixed by the split, so the result is the same bitwise from run
+to run. Stream order is expressed with events recorded and waited within the call, so the whole
+call can be captured in a CUDA graph (warm it up once outside the capture, as torch asks, so the
+workspace above exists). torch's capture stream gets its own ring, allocated at the first
+capture; since ``torch.cuda.graph`` captures every graph on one default stream, all graphs
+captured that way share that ring: replay them one at a time (or on one stream), not
+concurrently on different streams. The side streams come from torch's stream pool (32 per device
+and priority, handed out in turn), so with many rings two may share a stream: still correct
+(every wait is on an event), but their work then queues instead of overlapping.
+
+Chunk j + 2 is copied only after chunk j's GEMM, which competes for the SMs with the HBM rows'
+GEMM on the caller's stream; at the benchmark's points the copies took as long as that GEMM
+anyway (8 MB: ~150 us each), and no stall was measured (``ring_side/``; the attention variant of
+this ring, whose HBM work is a long SDPA, did stall: ``attention_ring/``).
 
 This is not DAK's direct-access GEMM (host tiles read by the GEMM kernel itself, e.g. by TMA): that
 kernel is not built (docs/offload.md).
@@ -100,9 +111,10 @@ def ring_fits(k: int, elem_bytes: int) -> bool:
 
 def host_chunks(host_rows: int, k: int, elem_bytes: int) -> tuple[int, int]:
     """(chunks, rows per chunk) of the host rows: as few chunks of at most one ring slot as hold
-    them, equal up to the split's 16-row tile, so every GEMM's output columns start 32-byte
-    aligned (odd offsets send cuBLAS to slow kernels: 2.5x at 28672 x 8192, batch 512, r = 0.05,
-    in the run before this rounding)."""
+    them, of equal rows rounded up to the split's 16-row tile (the last one takes the rest, so it
+    may be shorter), so every GEMM's output columns start 32-byte aligned (odd offsets send
+    cuBLAS to slow kernels: 2.5x at 28672 x 8192, batch 512, r = 0.05, in the run before this
+    rounding)."""
     if host_rows == 0:
         return 0, 0
     if not ring_fits(k, elem_bytes):
@@ -110,7 +122,7 @@ def host_chunks(host_rows: int, k: int, elem_bytes: int) -> tuple[int, int]:
                                    f"K = {k} is too wide (use path='kernel')")
     slot_rows = RING_SLOT_BYTES // (k * elem_bytes) // TILE_ROWS * TILE_ROWS
     chunks = math.ceil(host_rows / slot_rows)
-    return chunks, min(slot_rows, _tiles(math.ceil(host_rows / chunks)))
+    return chunks, _tiles(math.ceil(host_rows / chunks))  # <= slot_rows, a multiple of the tile
 
 
 def _tiles(rows: int) -> int:
@@ -134,23 +146,26 @@ def ring_linear(x2: torch.Tensor, weight: SplitWeight, bias: torch.Tensor | None
         # are then done with the slots)
         ring.copies.wait_stream(main)
         ring.gemms.wait_stream(main)
-        for j in range(chunks):
-            h0, h1 = j * chunk, min(host_rows, (j + 1) * chunk)
-            slot = j % RING_SLOTS
-            with torch.cuda.stream(ring.copies):
-                if j >= RING_SLOTS:
-                    ring.copies.wait_event(ring.free[slot])  # chunk j - 2's GEMM is enqueued already
-                ring.slot(slot, h1 - h0, k).copy_(weight.host[h0:h1], non_blocking=True)
-                ring.ready[slot].record(ring.copies)
-            if j == 0 and n_hbm:  # the HBM rows, enqueued once the first copy is
-                _gemm(x2, weight.hbm, bias, y2, 0, n_hbm)
-            with torch.cuda.stream(ring.gemms):
-                ring.gemms.wait_event(ring.ready[slot])
-                c0, c1 = n_hbm + h0, n_hbm + h1
-                linear_into(x2, ring.slot(slot, h1 - h0, k), None if bias is None else bias[c0:c1],
-                            y2[:, c0:c1])
-                ring.free[slot].record(ring.gemms)
-        main.wait_stream(ring.gemms)  # which waited for every copy
+        try:
+            for j in range(chunks):
+                h0, h1 = j * chunk, min(host_rows, (j + 1) * chunk)
+                slot = j % RING_SLOTS
+                with torch.cuda.stream(ring.copies):
+                    if j >= RING_SLOTS:
+                        ring.copies.wait_event(ring.free[slot])  # chunk j - 2's GEMM is enqueued already
+                    ring.slot(slot, h1 - h0, k).copy_(weight.host[h0:h1], non_blocking=True)
+                    ring.ready[slot].record(ring.copies)
+                if j == 0 and n_hbm:  # the HBM rows, enqueued once the first copy is
+                    _gemm(x2, weight.hbm, bias, y2, 0, n_hbm)
+                with torch.cuda.stream(ring.gemms):
+                    ring.gemms.wait_event(ring.ready[slot])
+                    _gemm(x2, ring.slot(slot, h1 - h0, k), bias, y2, n_hbm + h0, n_hbm + h1)
+                    ring.free[slot].record(ring.gemms)
+        finally:
+            # rejoin both side streams, also when an enqueue raised: a capture must end joined, and
+            # the next call's copies must not overwrite slots an orphaned GEMM still reads
+            main.wait_stream(ring.copies)
+            main.wait_stream(ring.gemms)
 
 
 def _gemm(x2: torch.Tensor, rows: torch.Tensor, bias: torch.Tensor | None, y2: torch.Tensor,
