@@ -654,18 +654,22 @@ LINEAR_PATHS = ("auto", "kernel", "ring")
 # because its HBM rows slow further while host CTAs run: at 1.3 the rule chose the kernel at
 # 8192 x 28672, r*, where it was 1.33x slower, in both runs) and its host rows at
 # KERNEL_HOST_FACTOR x the copy-engine time (r = 1: 1.08-1.09x), while the ring paid about
-# RING_COPY_OVERHEAD_S on top of its copy time (r = 0.05, one 5.9 MB copy: 19-30 us). The model
-# adds it once: where the rule weighs the two paths (<= 8 rows) a small host part is one copy.
+# RING_COPY_OVERHEAD_S on top of its copy time. The model adds it once: where the rule weighs the
+# two paths (<= 8 rows) a small host part is one copy. It was 25 us for the ring before the eighth
+# session (r = 0.05, one 5.9 MB copy: 19-30 us); the side-stream ring pays 15-25 us there, and at
+# batch 1-8 of two runs of it (offload_ops.json; attention_ring/interleaved/
+# offload_ops_run_ring_refactor.json, the same ring) 15 us picks the faster path at 51 and 49 of
+# 56 points against 47 and 45 with 25 us, and at 4 more points each the pick is <= 1.12x the ideal.
 KERNEL_MAX_ROWS = 8
 KERNEL_HBM_SLOWDOWN = 1.4
 KERNEL_HOST_FACTOR = 1.09
-RING_COPY_OVERHEAD_S = 25e-6
+RING_COPY_OVERHEAD_S = 15e-6
 
 
 def path_times(hbm_bytes: int, host_bytes: int, hbm_bytes_per_s: float,
                host_bytes_per_s: float) -> dict[str, float]:
     """Seconds the rule's model gives each path for a memory-bound split (no compute term):
-    the ideal max(h, g), the kernel max(1.09 h, 1.4 g) and the ring max(h + 25 us, g), where h and
+    the ideal max(h, g), the kernel max(1.09 h, 1.4 g) and the ring max(h + 15 us, g), where h and
     g are the host and HBM bytes at B_h and B_g (constants above)."""
     t_host, t_hbm = host_bytes / host_bytes_per_s, hbm_bytes / hbm_bytes_per_s
     return {"ideal": max(t_host, t_hbm),

@@ -48,11 +48,13 @@ def test_auto_path_against_hand_computed_times():
     from smemkit.offload.gemv import auto_path
 
     b_g, b_h = 4.0e12, 50e9
-    # host 5 MB: 100 us; HBM 100 MB: 25 us. kernel max(109, 35) = 109 < ring max(125, 25) = 125
+    # host 5 MB: 100 us; HBM 100 MB: 25 us. kernel max(109, 35) = 109 < ring max(115, 25) = 115
     assert auto_path(1, 100_000_000, 5_000_000, b_g, b_h) == "kernel"
-    # host 30 MB: 600 us. kernel 654 > ring 625
+    # host 10 MB: 200 us. kernel 218 > ring 215 (with the earlier 25 us the kernel: 218 < 225)
+    assert auto_path(1, 100_000_000, 10_000_000, b_g, b_h) == "ring"
+    # host 30 MB: 600 us. kernel 654 > ring 615
     assert auto_path(8, 100_000_000, 30_000_000, b_g, b_h) == "ring"
-    # host 5 MB (100 us), HBM 500 MB (125 us): kernel max(109, 175) > ring max(125, 125)
+    # host 5 MB (100 us), HBM 500 MB (125 us): kernel max(109, 175) > ring max(115, 125)
     assert auto_path(1, 500_000_000, 5_000_000, b_g, b_h) == "ring"
     assert auto_path(9, 100_000_000, 5_000_000, b_g, b_h) == "ring"  # past 8 rows: always the ring
     assert auto_path(64, 100_000_000, 0, b_g, b_h) == "cublas"
