@@ -85,7 +85,7 @@ def score(record: dict, point: TablePoint, profile) -> tuple[object, object]:
     model = evaluate(point.shape, profile, measured)
     ablation = evaluate(point.shape, profile, measured, ablation=True)
     best_P = min(cluster_ms, key=cluster_ms.get)
-    measured_win = cluster_ms[best_P] < measured.baseline_ms
+    measured_win = point.measured_profitable
     chosen = model.best.P if model.profitable else None
     record.update({
         "model": {"profitable": model.profitable, "P": chosen, "terms": terms_record(model)},

@@ -38,7 +38,7 @@ def accuracy(points, profile, paper_convention: bool, ablation: bool = False) ->
         sizes = sorted(measured.control_excess_ms)
         v = evaluate(p.shape, profile, measured, sizes=sizes, ablation=ablation)
         verdicts[(p.workload, p.shape.N)] = v
-        correct += v.profitable == (min(p.cluster_ms.values()) < p.measured.baseline_ms)
+        correct += v.profitable == p.measured_profitable
     return correct, len(points), verdicts
 
 
@@ -46,8 +46,7 @@ def crossovers(points, verdicts) -> dict:
     out = {}
     for name in sorted({p.workload for p in points}):
         rs = sorted((p for p in points if p.workload == name), key=lambda p: p.shape.N)
-        measured = next((p.shape.N for p in rs if min(p.cluster_ms.values()) < p.measured.baseline_ms),
-                        None)
+        measured = next((p.shape.N for p in rs if p.measured_profitable), None)
         predicted = crossover({N: v for (w, N), v in verdicts.items() if w == name})
         out[name] = (predicted, measured)
     return out

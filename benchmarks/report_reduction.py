@@ -12,11 +12,11 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 CLUSTER_BAR, CLUSTER_BAR_64K = 3.6, 3.75
-METHODS = ("eager", "compile", "compile_max", "triton", "staged", "staged_pf", "reread", "reread_l2",
-           "reread_l2_t512", "reread_l2_rows", "reread_l2_t512_rows", "regs", "regs_t512", "regs_t256",
-           "cluster", "cluster_pf")
+BASELINES = ("eager", "compile", "compile_max", "triton")
 CLUSTER = ("cluster", "cluster_pf")
-NON_CLUSTER = tuple(m for m in METHODS[4:] if m not in CLUSTER)  # after the four baselines
+NON_CLUSTER = ("staged", "staged_pf", "reread", "reread_l2", "reread_l2_t512", "reread_l2_rows",
+               "reread_l2_t512_rows", "regs", "regs_t512", "regs_t256")
+METHODS = BASELINES + NON_CLUSTER + CLUSTER
 
 
 def label(r: dict) -> str:

@@ -96,7 +96,7 @@ def run_path(args: argparse.Namespace, console: Console | None = None) -> int:
     if fixed == "kernel":
         console.print(f"  path: kernel (K = {k}: a ring slot cannot hold 16 weight rows)")
         return 0
-    large = fixed == "ring"  # more than KERNEL_MAX_ROWS rows
+    large = fixed is not None  # "ring": more than KERNEL_MAX_ROWS rows
     times = path_times(hbm_bytes, host_bytes, hw.hbm_bytes_per_s, hw.host_bytes_per_s)
     chosen = fixed or faster_path(times)
     why = (f"more than {KERNEL_MAX_ROWS} rows: the ring measured faster at 56 of 60 points of batch "

@@ -17,8 +17,8 @@
 // XOR of what it read (keeps the loads alive)}. The host turns them into each role's bandwidth:
 // bytes / (last end - first start) over that role's CTAs.
 //
-// HOST_LOAD selects the host load as in split_gemv.cu: 0 ld.global.cs (default), 1 ld.global.nc,
-// 2 plain ld.global.
+// HOST_LOAD selects the host load as in split_gemv.cu (ld_v4's policies in ptx.cuh): 0 ld.global.cs
+// (default), 1 ld.global.nc.L1::no_allocate, 2 plain ld.global.
 #include <smemkit/ptx.cuh>
 
 #ifndef HOST_LOAD

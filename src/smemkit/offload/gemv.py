@@ -724,11 +724,11 @@ def linear_path(weight: SplitWeight, rows: int, path: str = "auto") -> str:
         return path
     n, k = weight.shape
     elem = weight.dtype.itemsize
-    fixed = fixed_path(rows, weight.host_rows * k * elem, k, elem)
+    host_bytes = weight.host_rows * k * elem
+    fixed = fixed_path(rows, host_bytes, k, elem)
     if fixed is not None:  # the link rates (the GPU's profile) are looked up only when needed
         return fixed
-    return faster_path(path_times(weight.n_hbm * k * elem, weight.host_rows * k * elem,
-                                  *_link_rates(weight.device.index)))
+    return auto_path(rows, weight.n_hbm * k * elem, host_bytes, *_link_rates(weight.device.index), k, elem)
 
 
 def _launch(x: torch.Tensor, y: torch.Tensor, w: SplitWeight, bias: torch.Tensor | None, host_ctas: int,

@@ -176,15 +176,6 @@ def resolve_variant(spec: ReductionSpec, M: int, N: int, device: torch.device, v
         allowed = [*VARIANTS, "staged_pf", "cluster_pf", "reread_l2_t512", "reread_l2_rows",
                    "reread_l2_t512_rows", "regs_t512", "regs_t256"]
         raise InvalidArgumentError(f"variant {variant!r}; allowed: {', '.join(allowed)}")
-    if kind in THREADED and cluster_size not in (None, 1):
-        raise InvalidArgumentError(f"cluster_size={cluster_size} only applies to variant='cluster'")
-    if kind == "regs":
-        from smemkit.reduction.kernels import check_regs_width, regs_variant
-
-        check_regs_width(N, threads or 1024)
-        return regs_variant(N, threads or 1024)
-    if kind == "reread_l2":
-        return Variant(kind, threads=threads, per_row=per_row)
     if kind == "cluster":
         P = cluster_size or 8
         if P not in CLUSTER_SIZES:
@@ -192,7 +183,11 @@ def resolve_variant(spec: ReductionSpec, M: int, N: int, device: torch.device, v
         return Variant("cluster", P, prefetch=prefetch)
     if cluster_size not in (None, 1):
         raise InvalidArgumentError(f"cluster_size={cluster_size} only applies to variant='cluster'")
-    return Variant(kind, prefetch=prefetch)
+    if kind == "regs":
+        from smemkit.reduction.kernels import check_regs_width
+
+        check_regs_width(N, threads or 1024)
+    return variant_from_label(variant, N)
 
 
 def run(spec: ReductionSpec, tensors: Mapping[str, torch.Tensor], scalars: Mapping[str, float] | None = None,

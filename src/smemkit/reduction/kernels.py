@@ -93,9 +93,9 @@ def reread_l2_grid(spec: ReductionSpec, M: int, N: int, l2_bytes: int, resident:
     ``reread_l2_row_bytes`` each (the column parameters, read by every row, counted once);
     at least 1 and at most M."""
     fraction = l2_budget_fraction() if fraction is None else fraction
-    per_row = reread_l2_row_bytes(spec, N)
+    row_bytes = reread_l2_row_bytes(spec, N)
     budget = fraction * l2_bytes - 4 * len(spec.columns) * N
-    rows = int(budget // per_row) if per_row else resident
+    rows = int(budget // row_bytes) if row_bytes else resident
     return max(1, min(rows, resident, M))
 
 

@@ -28,6 +28,11 @@ class TablePoint:
     cluster_ms: dict[int, float]
     source: str
 
+    @property
+    def measured_profitable(self) -> bool:
+        """Whether the best measured cluster kernel beat the non-cluster one (what the model predicts)."""
+        return min(self.cluster_ms.values()) < self.measured.baseline_ms
+
 
 def _load(name: str) -> dict:
     return json.loads(resources.files("smemkit").joinpath(f"reduction/data/{name}").read_text())
