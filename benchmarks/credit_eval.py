@@ -11,8 +11,10 @@ control kernels, resident clusters from the driver), then the model (and the pap
 predicts whether the cluster kernel beats the non-cluster one and with which P. Afterwards
 every legal cluster kernel is timed (``time_both_modes``: graph replays and launches, L2 flushed,
 after the time-based warm-up, median of 20) to score the prediction (paper Table V) and the
-crossover width (Fig. 4). With --baselines, torch.compile and
-Triton times at the same shapes come from a reduction.json of the same GPU, for Table IV.
+crossover width (Fig. 4). The dispatched op's time is that of what ``cost_model.dispatch_choice``
+picks: the model's pick, or smemkit's Triton kernel (timed with T_B) where it is faster. With
+--baselines, torch.compile and Triton times at the same shapes come from a reduction.json of the
+same GPU, for Table IV.
 """
 
 from __future__ import annotations
@@ -29,7 +31,7 @@ from smemkit.hw.environment import device_block
 from smemkit.hw.profile import select_profile
 from smemkit.reduction import BUILTIN, reference, run
 from smemkit.reduction.calibrate import measure
-from smemkit.reduction.cost_model import crossover, evaluate
+from smemkit.reduction.cost_model import crossover, dispatch_choice, evaluate
 from smemkit.reduction.evaluation import baseline_table, dispatch_vs_best_min, geomean_64k
 from smemkit.reduction.reference import relative_error
 from smemkit.reduction.tables import TablePoint, points_from
@@ -69,6 +71,7 @@ def shape(name: str, N: int, profile) -> tuple[dict, object, object]:
     record = {
         "workload": name, "M": M, "N": N, "baseline_ms": measured.baseline_ms,
         "baseline_variant": t_b_variant, "baseline_ctas_per_sm": measured.baseline_ctas_per_sm,
+        "triton_ms": measured.triton_ms,
         "control_excess_ms": dict(measured.control_excess_ms),
         "resident_clusters": dict(measured.resident_clusters or {}),
         "cluster_ms": cluster_ms, "cluster_rel_err": worst_err,
@@ -87,6 +90,9 @@ def score(record: dict, point: TablePoint, profile) -> tuple[object, object]:
     best_P = min(cluster_ms, key=cluster_ms.get)
     measured_win = point.measured_profitable
     chosen = model.best.P if model.profitable else None
+    kind, P = dispatch_choice(model, measured)
+    dispatched_ms = {"cluster": cluster_ms.get(P), "baseline": measured.baseline_ms,
+                     "triton": measured.triton_ms}[kind]
     record.update({
         "model": {"profitable": model.profitable, "P": chosen, "terms": terms_record(model)},
         "ablation": {"profitable": ablation.profitable,
@@ -94,7 +100,9 @@ def score(record: dict, point: TablePoint, profile) -> tuple[object, object]:
         "best_cluster_P": best_P, "best_cluster_ms": cluster_ms[best_P],
         "measured_profitable": measured_win, "model_correct": model.profitable == measured_win,
         "ablation_correct": ablation.profitable == measured_win,
-        "dispatched_ms": cluster_ms[chosen] if chosen else measured.baseline_ms,
+        "dispatched": f"cluster P={P}" if kind == "cluster" else (
+            measured.baseline_variant if kind == "baseline" else "triton"),
+        "dispatched_ms": dispatched_ms,
     })
     return model, ablation
 
@@ -124,7 +132,7 @@ def summarize(records: list[dict], verdicts: dict, baselines: dict | None) -> di
 
 EMBEDDED = Path(__file__).resolve().parents[1] / "src/smemkit/reduction/data/h200_smemkit.json"
 TABLE_FIELDS = ("workload", "M", "N", "baseline_ms", "baseline_variant", "baseline_ctas_per_sm",
-                "control_excess_ms", "resident_clusters", "cluster_ms")
+                "triton_ms", "control_excess_ms", "resident_clusters", "cluster_ms")
 
 
 def embed(result_path: Path, table_path: Path = EMBEDDED) -> None:

@@ -28,15 +28,13 @@ from pathlib import Path
 
 import torch
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-
-from smemkit.errors import InvalidArgumentError, UnsupportedDeviceError  # noqa: E402
-from smemkit.hw.environment import device_block  # noqa: E402
-from smemkit.reduction import BUILTIN, reference, run  # noqa: E402
-from smemkit.reduction.eager import EAGER  # noqa: E402
-from smemkit.reduction.reference import relative_error  # noqa: E402
-from smemkit.reduction.workloads import example_inputs  # noqa: E402
-from smemkit.runtime.timing import time_both_modes  # noqa: E402
+from smemkit.errors import InvalidArgumentError, UnsupportedDeviceError
+from smemkit.hw.environment import device_block
+from smemkit.reduction import BUILTIN, reference, run
+from smemkit.reduction.eager import EAGER
+from smemkit.reduction.reference import relative_error
+from smemkit.reduction.workloads import example_inputs
+from smemkit.runtime.timing import time_both_modes
 
 WIDTHS = (4096, 8192, 16384, 32768, 65536)
 ROWS = {"layernorm_bwd": 2048}
@@ -76,7 +74,7 @@ def baselines(methods: set[str]) -> dict[str, dict]:
         found["compile_max"] = {n: torch.compile(f, dynamic=False, mode="max-autotune-no-cudagraphs")
                                 for n, f in EAGER.items()}
     if "triton" in methods:
-        from triton_baselines import TRITON
+        from smemkit.reduction.triton_kernels import TRITON
 
         found["triton"] = TRITON
     return found

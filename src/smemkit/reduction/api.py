@@ -2,7 +2,8 @@
 
 By default an op runs what the cost model (:mod:`.cost_model`, CREDIT Eq. 3-9) predicts fastest
 from the embedded measurement table of this GPU's profile (:mod:`.tables`): the best cluster
-size when ΔT > 0, else the non-cluster kernel the table timed fastest at that shape. Shapes the
+size when ΔT > 0, else the non-cluster kernel the table timed fastest at that shape, or smemkit's
+Triton kernel where the table timed it faster than that pick (``cost_model.dispatch_choice``). Shapes the
 table does not cover (another width, rows outside a factor of two of the table's, a user spec,
 a GPU without a table) fall back to :func:`choose_variant`, a simple rule from the H200
 measurements (docs/reduction.md). ``explain()`` shows the model's terms;
@@ -19,7 +20,14 @@ import torch
 from smemkit.errors import InvalidArgumentError
 from smemkit.reduction import autotune as tuning
 from smemkit.reduction.codegen import VARIANTS, Variant
-from smemkit.reduction.kernels import CLUSTER_SIZES, launch, legality, prepare, regs_variant
+from smemkit.reduction.kernels import (
+    CLUSTER_SIZES,
+    launch,
+    legality,
+    prepare,
+    regs_variant,
+    triton_unavailable,
+)
 from smemkit.reduction.spec import ReductionSpec
 from smemkit.reduction.workloads import BUILTIN
 from smemkit.runtime.device import NON_PORTABLE_CLUSTER_MAX
@@ -46,8 +54,9 @@ def non_cluster_variants(spec: ReductionSpec, N: int, smem_limit: int) -> list[V
 def legal_variants(spec: ReductionSpec, N: int, smem_limit: int, max_cluster: int,
                    prefetch: bool = False) -> list[Variant]:
     """Every variant that can run at width N on a GPU with these limits (with ``prefetch``, also
-    the double-buffered staged_pf / cluster_pf ones, which need twice the slice)."""
-    candidates = non_cluster_variants(spec, N, smem_limit)
+    the double-buffered staged_pf / cluster_pf ones, which need twice the slice), smemkit's
+    Triton kernel included where it has one."""
+    candidates = non_cluster_variants(spec, N, smem_limit) + [Variant("triton")]
     candidates += [Variant("cluster", P) for P in CLUSTER_SIZES]
     if prefetch:
         candidates += [Variant("staged", prefetch=True)]
@@ -85,7 +94,7 @@ def model_variant(spec: ReductionSpec, M: int, N: int, profile_name: str) -> Var
 @lru_cache(maxsize=4096)
 def _table_pick(name: str, M: int, N: int, profile_name: str) -> Variant | None:
     from smemkit.hw.profile import builtin_profiles
-    from smemkit.reduction.cost_model import evaluate
+    from smemkit.reduction.cost_model import dispatch_choice, evaluate
     from smemkit.reduction.tables import OWN_KERNELS, table_for
 
     if profile_name not in OWN_KERNELS:
@@ -96,9 +105,10 @@ def _table_pick(name: str, M: int, N: int, profile_name: str) -> Variant | None:
         return None
     point = min(points, key=lambda p: abs(p.shape.M - M))
     verdict = evaluate(point.shape, builtin_profiles()[profile_name], point.measured)
-    if verdict.profitable:
-        return Variant("cluster", verdict.best.P)
-    return variant_from_label(point.measured.baseline_variant, N)
+    kind, P = dispatch_choice(verdict, point.measured)
+    if kind == "baseline":
+        return variant_from_label(point.measured.baseline_variant, N)
+    return Variant(kind, P)
 
 
 def parse_variant_name(name: str) -> tuple[str, int, bool, bool]:
@@ -187,6 +197,8 @@ def resolve_variant(spec: ReductionSpec, M: int, N: int, device: torch.device, v
         from smemkit.reduction.kernels import check_regs_width
 
         check_regs_width(N, threads or 1024)
+    if kind == "triton" and (reason := triton_unavailable(spec)):
+        raise InvalidArgumentError(f"variant='triton' cannot run: {reason}")
     return variant_from_label(variant, N)
 
 

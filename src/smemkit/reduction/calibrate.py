@@ -1,7 +1,8 @@
 """GPU measurements the cost model needs at a shape: T_B, T_ctrl per P, resident clusters.
 
-Only the non-cluster kernel and work-free control kernels are timed here — never a cluster
-workload kernel — so the model's prediction is made before the cluster kernel has run.
+Only the non-cluster kernels and work-free control kernels are timed here — never a cluster
+workload kernel — so the model's prediction is made before the cluster kernel has run. Also timed:
+smemkit's Triton kernel, which dispatch weighs against the model's pick (not a model input).
 """
 
 from __future__ import annotations
@@ -19,10 +20,12 @@ from smemkit.reduction.kernels import (
     Prepared,
     compiled_kernel,
     ctas_per_sm_at_once,
+    launch,
     launch_args,
     prepare,
     require_kernel_support,
     resident_clusters,
+    triton_unavailable,
 )
 from smemkit.reduction.spec import ReductionSpec
 from smemkit.runtime.timing import time_both_modes
@@ -71,6 +74,10 @@ def measure(spec: ReductionSpec, tensors: Mapping[str, torch.Tensor], scalars: M
     prepared = prepare(spec, tensors, scalars)
     M, N = prepared.M, prepared.N
     t_b, baseline = baseline_ms(spec, prepared)
+    triton_ms = None
+    if triton_unavailable(spec) is None:
+        triton_ms = time_both_modes(lambda: launch(spec, Variant("triton"), prepared), warmup=3,
+                                    reps=20).best.median_ms
     per_sm = ctas_per_sm_at_once(spec, baseline, M, N, torch.cuda.current_device())
     one_cta = control_ms(spec, Variant("reread"), M, N)
     excess: dict[int, float] = {}
@@ -83,5 +90,5 @@ def measure(spec: ReductionSpec, tensors: Mapping[str, torch.Tensor], scalars: M
             resident[P] = resident_clusters(kernel, variant, dynamic_smem_bytes(spec, variant, N))
         except UnsupportedDeviceError:
             continue
-    return (Measured(t_b, excess, resident, baseline_variant=baseline.label, baseline_ctas_per_sm=per_sm),
-            baseline.label)
+    return (Measured(t_b, excess, resident, baseline_variant=baseline.label, baseline_ctas_per_sm=per_sm,
+                     triton_ms=triton_ms), baseline.label)

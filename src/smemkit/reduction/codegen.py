@@ -33,7 +33,9 @@ from smemkit.reduction import expr
 from smemkit.reduction.spec import ReductionSpec
 
 OP_STRUCT = {"sum": "OpSum", "max": "OpMax", "min": "OpMin"}
-VARIANTS = ("cluster", "staged", "reread", "reread_l2", "regs")
+VARIANTS = ("cluster", "staged", "reread", "reread_l2", "regs", "triton")
+# "triton": not generated here; smemkit's hand-written Triton kernel of a built-in workload
+# (reduction.triton_kernels), a non-cluster candidate that dispatch and autotuning may pick.
 # Threads per CTA when a Variant leaves them at 0.
 DEFAULT_THREADS = {"reread_l2": 1024, "regs": 1024}
 REGS_VECTORS = (1, 2, 4)  # vectors per thread and held input a ``regs`` kernel may be built for

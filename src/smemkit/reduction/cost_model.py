@@ -92,13 +92,16 @@ class Measured:
     """The timings the model needs at one shape: T_B and T_ctrl per P (ms), which non-cluster
     kernel T_B timed (its variant label: ``reread`` re-reads global memory; the others read each
     element once from HBM), how many of its CTAs were resident per SM at once, and, when known,
-    the resident clusters per P (driver occupancy; otherwise estimated from shared memory)."""
+    the resident clusters per P (driver occupancy; otherwise estimated from shared memory) and
+    the time of smemkit's Triton kernel at the shape (not a model input: dispatch compares it with
+    the model's pick, ``dispatch_choice``)."""
 
     baseline_ms: float
     control_excess_ms: Mapping[int, float]
     resident_clusters: Mapping[int, int] | None = None
     baseline_variant: str = "reread"
     baseline_ctas_per_sm: float | None = None
+    triton_ms: float | None = None
 
     @property
     def rereads(self) -> bool:
@@ -212,6 +215,20 @@ def evaluate(shape: KernelShape, profile: DeviceProfile, measured: Measured,
         terms.append(Terms(P, True, None, waves, t_save, max(measured.control_excess_ms[P], 0.0),
                            t_replay, t_deposit, t_dsm, k))
     return Verdict(tuple(terms))
+
+
+def dispatch_choice(verdict: Verdict, measured: Measured) -> tuple[str, int]:
+    """What an op runs at a measured shape: ("cluster", P) when the model predicts the cluster
+    kernel faster than the non-cluster CUDA kernel (its predicted time T_B - ΔT), else
+    ("baseline", 1), that CUDA kernel; ("triton", 1) instead when smemkit's Triton kernel was
+    timed faster than the pick's (predicted) time."""
+    if verdict.profitable:
+        pick, predicted_ms = ("cluster", verdict.best.P), measured.baseline_ms - verdict.best.delta
+    else:
+        pick, predicted_ms = ("baseline", 1), measured.baseline_ms
+    if measured.triton_ms is not None and measured.triton_ms < predicted_ms:
+        return ("triton", 1)
+    return pick
 
 
 def crossover(verdicts: Mapping[int, Verdict]) -> int | None:

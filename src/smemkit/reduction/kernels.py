@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib.util
 import math
 import os
 from collections.abc import Mapping
@@ -53,6 +54,8 @@ def smem_per_cta(spec: ReductionSpec, variant: Variant, N: int) -> int:
 def legality(spec: ReductionSpec, variant: Variant, N: int, smem_limit: int,
              max_cluster: int) -> str | None:
     """None when the variant can run at width N (paper Eq. 3), else the reason it cannot."""
+    if variant.kind == "triton":
+        return triton_unavailable(spec)
     if variant.kind == "cluster" and max_cluster < variant.P:
         return f"cluster size {variant.P} exceeds this GPU's maximum {max_cluster}"
     if variant.kind == "regs" and regs_vectors_needed(N, variant.threads) > variant.vregs:
@@ -63,6 +66,18 @@ def legality(spec: ReductionSpec, variant: Variant, N: int, smem_limit: int,
     if need > smem_limit:
         return (f"needs {need} B of shared memory per CTA (slice of {N} columns over P = "
                 f"{variant.P}), above the {smem_limit} B limit")
+    return None
+
+
+def triton_unavailable(spec: ReductionSpec) -> str | None:
+    """None when smemkit has a Triton kernel for ``spec`` here (a built-in workload, Triton
+    installed), else why not."""
+    from smemkit.reduction.workloads import BUILTIN
+
+    if BUILTIN.get(spec.name) is not spec:
+        return f"{spec.name} has no Triton kernel (only the six built-in workloads have one)"
+    if importlib.util.find_spec("triton") is None:
+        return "the triton package is not installed (pip install triton)"
     return None
 
 
@@ -157,6 +172,8 @@ class Prepared:
     outputs: dict[str, torch.Tensor]
     M: int
     N: int
+    tensors: dict[str, torch.Tensor]  # the checked inputs by name (what a Triton kernel takes)
+    scalars: dict[str, float]
 
 
 def prepare(spec: ReductionSpec, tensors: Mapping[str, torch.Tensor], scalars: Mapping[str, float],
@@ -176,12 +193,12 @@ def prepare(spec: ReductionSpec, tensors: Mapping[str, torch.Tensor], scalars: M
         check_tensor(n, tensors[n], dtype=torch.float32, shape=(N,), device=device)
     for n in spec.row_inputs:
         check_tensor(n, tensors[n], dtype=torch.float32, shape=(M,), device=device, alignment=4)
-    values = []
+    values = {}
     for name, default in spec.scalars:
         value = scalars.get(name, default)
         if value is None:
             raise InvalidArgumentError(f"{spec.name} needs the scalar argument {name!r}")
-        values.append(float(value))
+        values[name] = float(value)
     out = dict(out or {})
     outputs: dict[str, torch.Tensor] = {}
     for o in spec.outputs:
@@ -196,9 +213,9 @@ def prepare(spec: ReductionSpec, tensors: Mapping[str, torch.Tensor], scalars: M
             t = torch.empty((M,), dtype=torch.float32, device=device)
         outputs[name] = check_tensor(f"out[{name!r}]", t, dtype=torch.float32, shape=(M,),
                                      device=device, alignment=4)
-    args: list[object] = [tensors[n] for n in (*spec.inputs, *spec.columns, *spec.row_inputs)]
-    args += list(outputs.values()) + values + [M, N]
-    return Prepared(args, outputs, M, N)
+    named = {n: tensors[n] for n in (*spec.inputs, *spec.columns, *spec.row_inputs)}
+    args: list[object] = [*named.values(), *outputs.values(), *values.values(), M, N]
+    return Prepared(args, outputs, M, N, named, values)
 
 
 def launch(spec: ReductionSpec, variant: Variant, prepared: Prepared) -> None:
@@ -206,6 +223,16 @@ def launch(spec: ReductionSpec, variant: Variant, prepared: Prepared) -> None:
     if prepared.M == 0:
         return
     device = next(iter(prepared.outputs.values())).device.index
+    if variant.kind == "triton":
+        reason = triton_unavailable(spec)
+        if reason:
+            raise UnsupportedDeviceError(f"{spec.name} variant triton cannot run: {reason}")
+        from smemkit.reduction.triton_kernels import TRITON, dispatch_config
+
+        with torch.cuda.device(device):
+            TRITON[spec.name](prepared.tensors, prepared.scalars, prepared.outputs,
+                              config=dispatch_config(spec.name, prepared.N))
+        return
     launch_args(spec, variant, prepared.M, prepared.N, prepared.args, device)
 
 

@@ -3,7 +3,8 @@
 - ``h100_sxm``: the CREDIT paper's H100 measurements of *its own* kernels (repository data in
   ``data/h100_credit.json``, with their byte metadata: b_B, b_reread, b_keep, q per stage).
 - ``h200_sxm``: smemkit's kernels measured on the H200 by ``benchmarks/credit_eval.py``
-  (``data/h200_smemkit.json``: T_B and which kernel gave it, T_ctrl per P, resident clusters).
+  (``data/h200_smemkit.json``: T_B and which kernel gave it, T_ctrl per P, resident clusters, and
+  the Triton kernel's time where it was timed).
 """
 
 from __future__ import annotations
@@ -69,7 +70,8 @@ def points_from(records: list[dict], source: str) -> tuple[TablePoint, ...]:
         measured = Measured(r["baseline_ms"], _ints(r["control_excess_ms"]),
                             {int(k): v for k, v in r["resident_clusters"].items()},
                             baseline_variant=r["baseline_variant"],
-                            baseline_ctas_per_sm=r.get("baseline_ctas_per_sm"))
+                            baseline_ctas_per_sm=r.get("baseline_ctas_per_sm"),
+                            triton_ms=r.get("triton_ms"))
         points.append(TablePoint(r["workload"], shape_of(spec, r["M"], r["N"]), measured,
                                  _ints(r["cluster_ms"]), source))
     return tuple(points)

@@ -11,6 +11,7 @@ from smemkit.reduction.cost_model import (
     SINGLE_READ_MAX_CTAS_PER_SM,
     Measured,
     crossover,
+    dispatch_choice,
     evaluate,
     shape_of,
 )
@@ -82,6 +83,24 @@ def test_verdict_and_crossover():
     assert win.profitable and win.best.P == 8 and not lose.profitable
     assert crossover({32768: lose, 65536: win}) == 65536
     assert crossover({32768: lose}) is None
+
+
+def test_dispatch_choice_weighs_the_triton_kernel_against_the_models_pick():
+    shape = shape_of(LN, 2000, 65536)
+    cheap = Measured(baseline_ms=1.0, control_excess_ms={8: 0.0}, resident_clusters={8: 40})
+    win = evaluate(shape, PROFILE, cheap, sizes=(8,))
+    predicted = 1.0 - win.best.delta  # the cluster kernel's predicted time
+    assert win.profitable and 0 < predicted < 1.0
+    assert dispatch_choice(win, cheap) == ("cluster", 8)  # no Triton time: the model decides
+    slower = dataclasses.replace(cheap, triton_ms=predicted * 1.01)
+    faster = dataclasses.replace(cheap, triton_ms=predicted * 0.99)
+    assert dispatch_choice(win, slower) == ("cluster", 8)
+    assert dispatch_choice(win, faster) == ("triton", 1)  # below the cluster kernel's prediction
+    costly = Measured(baseline_ms=1.0, control_excess_ms={8: 10.0}, resident_clusters={8: 40})
+    lose = evaluate(shape_of(LN, 2000, 32768), PROFILE, costly, sizes=(8,))
+    assert dispatch_choice(lose, costly) == ("baseline", 1)
+    assert dispatch_choice(lose, dataclasses.replace(costly, triton_ms=1.0)) == ("baseline", 1)  # a tie
+    assert dispatch_choice(lose, dataclasses.replace(costly, triton_ms=0.97)) == ("triton", 1)
 
 
 @pytest.mark.parametrize("variant", ["staged", "reread_l2", "reread_l2_t512", "regs_v2_t512"])

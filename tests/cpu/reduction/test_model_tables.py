@@ -6,7 +6,7 @@ from smemkit.hw.profile import builtin_profiles
 from smemkit.reduction import BUILTIN
 from smemkit.reduction.api import model_variant, variant_from_label
 from smemkit.reduction.codegen import Variant
-from smemkit.reduction.cost_model import evaluate
+from smemkit.reduction.cost_model import dispatch_choice, evaluate
 from smemkit.reduction.tables import _load, h100_credit, h200_smemkit
 
 
@@ -63,8 +63,9 @@ def test_dispatch_follows_the_model_on_the_embedded_table():
     for point in h200_smemkit():
         spec = BUILTIN[point.workload]
         verdict = evaluate(point.shape, profile, point.measured)
-        expected = (Variant("cluster", verdict.best.P) if verdict.profitable
-                    else variant_from_label(point.measured.baseline_variant, point.shape.N))
+        kind, P = dispatch_choice(verdict, point.measured)
+        expected = (variant_from_label(point.measured.baseline_variant, point.shape.N)
+                    if kind == "baseline" else Variant(kind, P))
         M = point.shape.M
         assert model_variant(spec, M, point.shape.N, "h200_sxm") == expected
         assert model_variant(spec, M * 2, point.shape.N, "h200_sxm") == expected  # same row class

@@ -1,12 +1,10 @@
-"""The hand-written Triton baselines (benchmarks/triton_baselines.py) against the float64 reference,
+"""smemkit's hand-written Triton kernels (smemkit.reduction.triton_kernels) against the float64 reference,
 run on the CPU through Triton's interpreter with one small config (BLOCK 1024, so rows of up to 1000
 take the one-chunk path and N = 4099 the looped path)."""
 
 from __future__ import annotations
 
 import os
-import sys
-from pathlib import Path
 
 import pytest
 import torch
@@ -46,8 +44,7 @@ def _numpy24_interpreter_shim() -> None:
 
 _numpy24_interpreter_shim()
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "benchmarks"))
-import triton_baselines as tb  # noqa: E402
+import smemkit.reduction.triton_kernels as tb  # noqa: E402
 
 NAMES = ["layernorm_bwd", "wvar_bwd", "pearson_bwd", "softmax_bwd", "lars", "quant_int8"]
 WIDTHS = [1, 7, 100, 1000, 4099]
@@ -59,8 +56,8 @@ def _rel(out: torch.Tensor, ref: torch.Tensor) -> float:
     return float((out - ref).norm() / ref.norm().clamp_min(1e-300))
 
 
-def _run(name, tensors, scalars):
-    outs = tb.TRITON[name](tensors, scalars)
+def _run(name, tensors, scalars, config=None):
+    outs = tb.TRITON[name](tensors, scalars, config=config)
     ref = HANDWRITTEN[name](tensors, scalars)
     return outs, ref
 
@@ -97,25 +94,13 @@ def test_matches_float64_reference(name, N):
         assert _rel(o, r) <= 1e-5, (name, key, N, _rel(o, r))
 
 
-@pytest.fixture
-def small_block():
-    """Swap every kernel's single config for BLOCK 128, so rows of 100+ take the looped path."""
-    import triton
-
-    saved = {name: k.configs for name, k in tb.KERNELS.items()}
-    for k in tb.KERNELS.values():
-        k.configs = [triton.Config({"BLOCK": 128}, num_warps=4)]
-    yield
-    for name, k in tb.KERNELS.items():
-        k.configs = saved[name]
-
-
 @pytest.mark.parametrize("N", [100, 128, 1000])
 @pytest.mark.parametrize("name", NAMES)
-def test_looped_path_with_small_block(small_block, name, N):
+def test_looped_path_with_small_block(name, N):
+    """A fixed config of BLOCK 128 (no autotuning): rows of 100+ take the looped path."""
     gen = torch.Generator().manual_seed(7 * N + NAMES.index(name))
     tensors, scalars = make_inputs(name, 2, N, generator=gen)
-    outs, ref = _run(name, tensors, scalars)
+    outs, ref = _run(name, tensors, scalars, config=(128, 4))
     if name == "quant_int8":
         assert (outs["q"].long() - ref["q"].long()).abs().max() <= 1
         assert _rel(outs["scale"], ref["scale"]) <= 1e-6
@@ -181,3 +166,21 @@ def test_rejects_bad_inputs():
         tb.TRITON["softmax_bwd"]({"z": torch.zeros(2, 3), "dy": torch.zeros(2, 4)}, {})
     with pytest.raises(ValueError):
         tb.TRITON["quant_int8"]({"x": torch.zeros(2, 3, dtype=torch.float64)}, {})
+
+
+def test_outputs_given_are_written_in_place():
+    tensors, scalars = make_inputs("pearson_bwd", 2, 300, generator=torch.Generator().manual_seed(3))
+    out = {"dx": torch.full((2, 300), float("nan")), "dy": torch.full((2, 300), float("nan"))}
+    got = tb.TRITON["pearson_bwd"](tensors, scalars, out=out, config=(128, 4))
+    assert got["dx"] is out["dx"] and got["dy"] is out["dy"]
+    ref = HANDWRITTEN["pearson_bwd"](tensors, scalars)
+    assert _rel(out["dx"], ref["dx"]) <= 1e-5 and _rel(out["dy"], ref["dy"]) <= 1e-5
+
+
+def test_dispatch_config_is_fixed_per_workload_and_width():
+    assert tb.dispatch_config("lars", 4096) == (2048, 16)  # from the measured table
+    for name in NAMES:
+        for N in (1, 1000, 4096, 8192, 65536):
+            block, warps = tb.dispatch_config(name, N)
+            assert block & (block - 1) == 0 and warps in (4, 8, 16)
+            assert (block, warps) in tb._DEFAULT_CONFIGS  # configs the benchmark's autotuner also tries
