@@ -57,6 +57,27 @@ def test_advise_names_the_h200_baseline_kernel(capsys):
     assert f"T_B = {point.measured.baseline_ms:.4f} ms ({point.measured.baseline_variant}, " in out
 
 
+def test_advise_says_when_dispatch_runs_the_triton_kernel(capsys):
+    from smemkit.hw.profile import builtin_profiles
+    from smemkit.reduction.cost_model import dispatch_choice, evaluate
+    from smemkit.reduction.tables import h200_smemkit
+
+    profile = builtin_profiles()["h200_sxm"]
+    seen = set()
+    for point in h200_smemkit():
+        if point.measured.triton_ms is None or point.shape.N > 8192:
+            continue
+        kind, _ = dispatch_choice(evaluate(point.shape, profile, point.measured), point.measured)
+        assert main(["advise", point.workload, "--rows", str(point.shape.M), "--width",
+                     str(point.shape.N), "--profile", "h200"]) == 0
+        out = " ".join(capsys.readouterr().out.split())
+        assert f"Triton kernel timed {point.measured.triton_ms:.4f} ms" in out
+        runs = "the Triton kernel instead" if kind == "triton" else "the model's pick"
+        assert f"dispatch runs {runs}" in out
+        seen.add(kind == "triton")
+    assert seen == {True, False}  # the table has points of both kinds
+
+
 def test_advise_user_spec_file_is_estimated(capsys):
     assert main(["advise", "examples/rmsnorm_bwd.py", "--rows", "64", "--width", "1024",
                  "--profile", "h200"]) == 0

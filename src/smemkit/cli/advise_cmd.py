@@ -19,6 +19,7 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from smemkit.reduction.advise import explain
+    from smemkit.reduction.cost_model import dispatch_choice
 
     e = explain(args.workload, args.rows, args.width, args.profile)
     console = Console()
@@ -52,6 +53,10 @@ def run(args: argparse.Namespace) -> int:
                       f"(predicted saving {best.delta:.4f} ms)")
     else:
         console.print("[bold]verdict: keep the non-cluster kernel[/bold] (no legal P has ΔT > 0)")
+    if m.triton_ms is not None:
+        kind, _ = dispatch_choice(e.verdict, m)
+        runs = "the Triton kernel instead" if kind == "triton" else "the model's pick"
+        console.print(f"smemkit's Triton kernel timed {m.triton_ms:.4f} ms here: dispatch runs {runs}")
     where = ", ".join(str(w) for w in e.crossover_widths)
     console.print(f"predicted crossover N* over widths {{{where}}}: "
                   f"{e.crossover if e.crossover else 'none (never pays)'}")
