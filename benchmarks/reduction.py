@@ -39,7 +39,8 @@ from smemkit.runtime.timing import time_both_modes
 WIDTHS = (4096, 8192, 16384, 32768, 65536)
 ROWS = {"layernorm_bwd": 2048}
 DEFAULT_ROWS = 4096
-OURS = [("staged", None), ("reread", None), ("cluster", 2), ("cluster", 4), ("cluster", 8),
+OURS = [("staged", None), ("reread", None), ("reread_t512", None), ("cluster", 2), ("cluster", 4),
+        ("cluster", 8),
         ("cluster", 16), ("staged_pf", None), ("cluster_pf", 2), ("cluster_pf", 4), ("cluster_pf", 8),
         ("cluster_pf", 16),
         ("reread_l2", None), ("reread_l2_t512", None), ("reread_l2_rows", None),

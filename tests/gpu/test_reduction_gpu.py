@@ -17,7 +17,8 @@ from smemkit.reduction.reference import nonfinite_mismatches, relative_error
 
 pytestmark = pytest.mark.gpu
 
-VARIANTS = [("staged", None), ("reread", None), ("cluster", 2), ("cluster", 4), ("cluster", 8),
+VARIANTS = [("staged", None), ("reread", None), ("reread_t512", None),
+            ("cluster", 2), ("cluster", 4), ("cluster", 8),
             ("cluster", 16), ("staged_pf", None), ("cluster_pf", 2), ("cluster_pf", 8),
             # L2-capped persistent re-read (1024 and 512 threads), the same with one CTA per row,
             # row in registers

@@ -37,15 +37,15 @@ PREFERRED_SLICE_BYTES = 72 * 1024
 # The regs builds the non-cluster set includes: 256 threads (rows up to 4K) and 512 (up to 8K);
 # the 1024-thread build never won.
 REGS_THREADS = (256, 512)
-# Kinds selectable by name with another thread count ("reread_l2_t512", "regs_t512").
-THREADED = ("reread_l2", "regs")
+# Kinds selectable by name with another thread count ("reread_l2_t512", "regs_t512", "reread_t512").
+THREADED = ("reread_l2", "regs", "reread")
 
 
 def non_cluster_variants(spec: ReductionSpec, N: int, smem_limit: int) -> list[Variant]:
-    """The non-cluster kernels legal at width N: staged, reread, reread_l2 at 1024 and 512
-    threads (persistent and one CTA per row), and regs at 256 and 512 threads when the row fits
-    their registers."""
-    candidates = [Variant("staged"), Variant("reread"),
+    """The non-cluster kernels legal at width N: staged, reread at 256 and (full occupancy) 512
+    threads, reread_l2 at 1024 and 512 threads (persistent and one CTA per row), and regs at 256
+    and 512 threads when the row fits their registers."""
+    candidates = [Variant("staged"), Variant("reread"), Variant("reread", threads=512),
                   *(Variant("reread_l2", threads=t, per_row=r) for t in (1024, 512) for r in (False, True)),
                   *(regs_variant(N, t) for t in REGS_THREADS)]
     return [v for v in candidates if legality(spec, v, N, smem_limit, 1) is None]
@@ -183,7 +183,7 @@ def resolve_variant(spec: ReductionSpec, M: int, N: int, device: torch.device, v
             or (per_row and kind != "reread_l2")
             or (threads and (kind not in THREADED or threads not in (256, 512, 1024)))
             or (variant or "").startswith("regs_v")):
-        allowed = [*VARIANTS, "staged_pf", "cluster_pf", "reread_l2_t512", "reread_l2_rows",
+        allowed = [*VARIANTS, "staged_pf", "cluster_pf", "reread_t512", "reread_l2_t512", "reread_l2_rows",
                    "reread_l2_t512_rows", "regs_t512", "regs_t256"]
         raise InvalidArgumentError(f"variant {variant!r}; allowed: {', '.join(allowed)}")
     if kind == "cluster":

@@ -78,10 +78,18 @@ class Variant:
         return self.kind in ("cluster", "staged")
 
     @property
+    def full_occupancy_reread(self) -> bool:
+        """The re-read kernel at more than 256 threads ("reread_t512"): built like torch.compile's
+        looped reduction kernels, element loop not unrolled and registers capped (32-40 per thread,
+        no spills), so 3-4 CTAs of 512 threads share an SM; lars 4K on the H200: 84.2 us against
+        86.7 for the fastest other CUDA kernel (``run_2026-11-30_ninth/v5/``)."""
+        return self.kind == "reread" and self.threads > 256
+
+    @property
     def unroll(self) -> int:
         """``#pragma unroll`` of the element loop of the staged, cluster and re-read kernels
         (a hint only: their loop loads, branches and consumes one vector per input at a time)."""
-        return 2
+        return 1 if self.full_occupancy_reread else 2
 
     @property
     def batch(self) -> int:
@@ -93,9 +101,12 @@ class Variant:
     @property
     def min_blocks(self) -> int:
         """__launch_bounds__ minimum CTAs per SM (64 registers per thread at 1024 and 512
-        threads; the re-read kernel's 256 threads get 128)."""
+        threads; the re-read kernel's 256 threads get 128, its 512 threads 42: at 32, the bound of
+        four CTAs, pearson_bwd's spills)."""
         if self.kind in ("reread_l2", "regs"):
             return max(1, 1024 // self.threads)
+        if self.full_occupancy_reread:
+            return max(1, 1536 // self.threads)
         return 2 if self.kind == "reread" else 1
 
     @property

@@ -7,7 +7,8 @@ from smemkit.reduction.codegen import Variant, generate, kernel_name, static_sme
 from smemkit.reduction.kernels import CLUSTER_SIZES, legality
 from smemkit.runtime.compiler import compile_module
 
-VARIANTS = ([Variant("staged"), Variant("reread")] + [Variant("cluster", P) for P in CLUSTER_SIZES]
+VARIANTS = ([Variant("staged"), Variant("reread"), Variant("reread", threads=512)]
+            + [Variant("cluster", P) for P in CLUSTER_SIZES]
             + [Variant("staged", prefetch=True)]
             + [Variant("cluster", P, prefetch=True) for P in CLUSTER_SIZES]
             # the L2-capped persistent re-read kernel and the register-resident row (opt-in)

@@ -200,6 +200,7 @@ def test_selected_by_name_and_in_the_legal_set(fake_gpu):
     assert api.resolve_variant(sm, 64, 8192, dev, "regs", None) == Variant("regs", vregs=2)
     assert api.resolve_variant(sm, 64, 8192, dev, "regs_t512", None) == Variant("regs", threads=512, vregs=4)
     assert api.resolve_variant(sm, 64, 8192, dev, "reread", None) == Variant("reread")
+    assert api.resolve_variant(sm, 64, 8192, dev, "reread_t512", None) == Variant("reread", threads=512)
     for bad in ("reread_l2_pf", "regs_pf", "reread_pf", "reread_l2_t384", "staged_t512", "staged_rows",
                 "regs_rows", "reread_l2_rows_pf"):
         with pytest.raises(InvalidArgumentError):
@@ -220,7 +221,9 @@ def test_selected_by_name_and_in_the_legal_set(fake_gpu):
         assert Variant("reread_l2", per_row=True) in legal
         assert Variant("reread_l2", threads=512, per_row=True) in legal
         assert any(v.kind == "regs" for v in legal) is (N <= 8192)
-        assert api.choose_variant(sm, N, H200_SMEM, 16).kind not in api.THREADED
+        assert Variant("reread", threads=512) in legal
+        rule = api.choose_variant(sm, N, H200_SMEM, 16)
+        assert rule.kind not in ("reread_l2", "regs") and rule.threads <= 256
 
 
 def test_variant_from_a_table_label_round_trips():
