@@ -43,8 +43,9 @@ def test_h200_table_covers_the_30_points():
 
 
 def test_h200_accuracy_on_the_embedded_table():
-    """The shipped model on the embedded H200 run (credit_eval.json of 2026-11-30, seventh
-    session): 28 of 30 right, the two misses false "yes" at 8K; the ablation 18."""
+    """The shipped model on the embedded H200 run (credit_eval.json of 2026-11-30, ninth
+    session): 29 of 30 right, the miss a false "yes" at pearson_bwd 8K; the ablation 19.
+    (layernorm_bwd 8K, right here, is a 0.3 % call that went the other way in the run before.)"""
     profile = builtin_profiles()["h200_sxm"]
     right, wrong, ablation = 0, [], 0
     for p in h200_smemkit():
@@ -54,8 +55,8 @@ def test_h200_accuracy_on_the_embedded_table():
         if verdict.profitable != measured_win:
             wrong.append((p.workload, p.shape.N, verdict.profitable))
         ablation += evaluate(p.shape, profile, p.measured, ablation=True).profitable == measured_win
-    assert right == 28 and ablation == 18
-    assert wrong == [("layernorm_bwd", 8192, True), ("pearson_bwd", 8192, True)]
+    assert right == 29 and ablation == 19
+    assert wrong == [("pearson_bwd", 8192, True)]
 
 
 def test_dispatch_follows_the_model_on_the_embedded_table():
