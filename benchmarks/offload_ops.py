@@ -162,7 +162,7 @@ def timed(fn, reps: int, warmup: int) -> tuple[dict, str]:
 
     from smemkit.runtime.timing import time_gpu
 
-    probe = time_gpu(fn, warmup=1, reps=1)
+    probe = time_gpu(fn, warmup=1, reps=1, warm_ms=0)  # sizing only: no warm-up needed
     if probe.median_ms > SLOW_CALL_MS:
         reps, warmup = max(5, reps // 4), 1
     try:

@@ -23,3 +23,9 @@ class CompileError(SmemkitError, RuntimeError):
 
 class ToolNotFoundError(SmemkitError, RuntimeError):
     """An NVIDIA command-line tool (cuobjdump, nvdisasm, ncu) is not installed."""
+
+
+def is_int(value: object) -> bool:
+    """Whether ``value`` is an integer argument: an ``int`` but not a ``bool`` (which Python
+    counts as one, so ``True`` would pass for 1)."""
+    return isinstance(value, int) and not isinstance(value, bool)

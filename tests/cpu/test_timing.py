@@ -5,13 +5,15 @@ import math
 import pytest
 
 from smemkit.errors import InvalidArgumentError
-from smemkit.runtime.timing import _keep_busy
+from smemkit.runtime.timing import _keep_busy, time_gpu
 
 
 @pytest.mark.parametrize("bad", [math.nan, math.inf])
-def test_a_warm_up_that_would_never_end_is_rejected(bad):
+def test_a_warm_up_that_would_never_end_is_rejected_before_any_call(bad):
+    calls = []
     with pytest.raises(InvalidArgumentError, match="warm_ms"):
-        _keep_busy(lambda: None, None, bad)
+        time_gpu(lambda: calls.append(1), warm_ms=bad)
+    assert calls == []  # rejected before the warm-up calls, so no GPU work was queued
 
 
 def test_no_warm_up_runs_nothing():

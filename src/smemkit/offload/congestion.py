@@ -23,7 +23,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass
 from functools import cache
 
-from smemkit.errors import InvalidArgumentError
+from smemkit.errors import InvalidArgumentError, is_int
 
 SOURCE = "offload/congestion.cu"
 PROBE_THREADS = 256
@@ -45,7 +45,7 @@ PROBE_PARAMS = ("ptr", "u64", "ptr", "u64", "i32", "i32", "u64", "ptr", "ptr")
 def window_units(window_bytes: int, unit: int, max_units: int, what: str) -> int:
     """A caller's per-CTA window in a split kernel's units (``unit`` bytes, 1..max_units); ``what``
     says what one unit is, for the error."""
-    if isinstance(window_bytes, bool) or not isinstance(window_bytes, int) or window_bytes <= 0:
+    if not is_int(window_bytes) or window_bytes <= 0:
         raise InvalidArgumentError(f"host_window must be a positive number of bytes, got {window_bytes!r}")
     if window_bytes % unit or window_bytes > max_units * unit:
         allowed = ", ".join(str(unit * s) for s in range(1, max_units + 1))
@@ -197,7 +197,7 @@ def resolve_host_config(host_ctas: int | None, host_window: int | None, device_i
         units = from_default(d_window) if host_window is None else from_user(host_window)
     else:
         units = from_user(host_window)
-    if isinstance(host_ctas, bool) or not isinstance(host_ctas, int) or host_ctas < 1:
+    if not is_int(host_ctas) or host_ctas < 1:
         raise InvalidArgumentError(f"host_ctas must be a positive integer, got {host_ctas!r}")
     return host_ctas, units
 

@@ -33,7 +33,7 @@ from functools import cache, lru_cache
 import torch
 from torch import nn
 
-from smemkit.errors import InvalidArgumentError
+from smemkit.errors import InvalidArgumentError, is_int
 from smemkit.offload.pinned import WEIGHT_DTYPES, SplitWeight, check_weight
 from smemkit.offload.ring_gemm import host_ring, linear_into, ring_fits, ring_linear
 from smemkit.runtime.compiler import DEFAULT_ARCH, CompiledModule, compile_module, package_source
@@ -95,7 +95,7 @@ def kernel_name(nt: int) -> str:
 
 def batch_tiles(batch: int) -> int:
     """Batch tiles of 8 the kernel is instantiated with for ``batch`` rows (1, 2, 4 or 8)."""
-    if isinstance(batch, bool) or not isinstance(batch, int) or not 1 <= batch <= MAX_BATCH:
+    if not is_int(batch) or not 1 <= batch <= MAX_BATCH:
         raise InvalidArgumentError(f"batch must be an integer in 1..{MAX_BATCH} per launch, got {batch!r}")
     for nt in BATCH_TILES:
         if batch <= 8 * nt:
@@ -249,7 +249,7 @@ def plan_launch(n_rows: int, k: int, batch: int, n_hbm: int, *, slots: int, host
     """
     for label, value in (("n_rows", n_rows), ("k", k), ("slots", slots), ("host_ctas", host_ctas),
                          ("host_steps", host_steps)):
-        if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        if not is_int(value) or value < 1:
             raise InvalidArgumentError(f"{label} must be a positive integer, got {value!r}")
     if k % 8:
         raise InvalidArgumentError(f"K = {k} must be a multiple of 8")
@@ -260,7 +260,7 @@ def plan_launch(n_rows: int, k: int, batch: int, n_hbm: int, *, slots: int, host
     nt = batch_tiles(batch)
     check_host_stage(host_stage)
     depth = default_hbm_depth(nt, smem_limit, host_stage) if hbm_depth is None else hbm_depth
-    if isinstance(depth, bool) or not isinstance(depth, int) or not 1 <= depth <= HBM_DEPTH_MAX:
+    if not is_int(depth) or not 1 <= depth <= HBM_DEPTH_MAX:
         raise InvalidArgumentError(f"hbm_depth must be an integer in 1..{HBM_DEPTH_MAX}, got {depth!r}")
     ksteps = -(-k // TILE_K)
     n_host = n_rows - n_hbm
@@ -477,7 +477,7 @@ def plan_for(n: int, k: int, batch: int, n_hbm: int, dtype: torch.dtype, device_
     limit = min(SMEM_PER_BLOCK_OPTIN, int(info.smem_per_block_optin))
     if host_stage == 3:  # plan_launch checks the value itself
         require_sm90(device_index, "host_stage = 3 (host rows bulk-copied with cp.async.bulk)")
-    if ctas_per_sm is not None and (isinstance(ctas_per_sm, bool) or not isinstance(ctas_per_sm, int)
+    if ctas_per_sm is not None and (not is_int(ctas_per_sm)
                                     or ctas_per_sm < 1):
         raise InvalidArgumentError(f"ctas_per_sm must be a positive integer, got {ctas_per_sm!r}")
     # plan_launch checks the arguments and the shared memory (a forced hbm_depth that cannot fit

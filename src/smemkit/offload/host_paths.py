@@ -24,7 +24,7 @@ from dataclasses import asdict, dataclass
 import numpy as np
 import torch
 
-from smemkit.errors import InvalidArgumentError, UnsupportedDeviceError
+from smemkit.errors import InvalidArgumentError, UnsupportedDeviceError, is_int
 from smemkit.offload.congestion import bytes_and_span
 
 SOURCE = "offload/host_paths.cu"
@@ -66,9 +66,9 @@ class PathPoint:
 def check_ring(copy_bytes: int, stages: int, smem_limit: int, what: str) -> int:
     """Dynamic shared memory of a ring of ``stages`` slots of ``copy_bytes`` (with the alignment
     slack), or a clear error naming what is allowed."""
-    if not _is_int(stages) or not 1 <= stages <= MAX_STAGES:
+    if not is_int(stages) or not 1 <= stages <= MAX_STAGES:
         raise InvalidArgumentError(f"stages must be an integer in 1..{MAX_STAGES}, got {stages!r}")
-    if not _is_int(copy_bytes) or copy_bytes <= 0 or copy_bytes % 16:
+    if not is_int(copy_bytes) or copy_bytes <= 0 or copy_bytes % 16:
         raise InvalidArgumentError(f"{what} must be a positive multiple of 16 bytes, got {copy_bytes!r}")
     smem = stages * copy_bytes + ALIGN_SLACK
     if smem > smem_limit:
@@ -78,22 +78,18 @@ def check_ring(copy_bytes: int, stages: int, smem_limit: int, what: str) -> int:
     return smem
 
 
-def _is_int(value: object) -> bool:
-    return isinstance(value, int) and not isinstance(value, bool)
-
-
 def check_tile(tile_rows: int, tile_cols: int, P: int) -> int:
     """Rows each CTA's box covers (tile_rows / P) for a TMA tile, or a clear error: the box is at
     most 256 x 256 elements, its row a multiple of 16 bytes; a 128-byte-swizzled box (64 columns)
     covers a multiple of 8 rows, so every box starts 1024-byte aligned in shared memory."""
-    if not _is_int(P) or P not in (1, 2, 4):
+    if not is_int(P) or P not in (1, 2, 4):
         raise InvalidArgumentError(f"cluster size P must be 1, 2 or 4, got {P!r}")
-    if not _is_int(tile_rows) or tile_rows <= 0 or tile_rows % P:
+    if not is_int(tile_rows) or tile_rows <= 0 or tile_rows % P:
         raise InvalidArgumentError(f"tile_rows must be a positive multiple of P = {P}, got {tile_rows!r}")
     box_rows = tile_rows // P
     if box_rows > 256:
         raise InvalidArgumentError(f"tile_rows / P = {box_rows}: a TMA box has at most 256 rows")
-    if not _is_int(tile_cols) or tile_cols not in (64, 128, 256):
+    if not is_int(tile_cols) or tile_cols not in (64, 128, 256):
         raise InvalidArgumentError(f"tile_cols must be 64 (128-byte swizzle), 128 or 256, got {tile_cols!r}")
     if tile_cols == 64 and box_rows % 8:
         raise InvalidArgumentError(f"tile_rows / P = {box_rows}: a 128-byte-swizzled box (tile_cols = 64) "
@@ -126,7 +122,7 @@ class HostPathProbe:
         from smemkit.runtime.device import require_gpu, require_sm90
         from smemkit.runtime.launch import KernelModule
 
-        if not _is_int(host_mib) or host_mib < 1:
+        if not is_int(host_mib) or host_mib < 1:
             raise InvalidArgumentError(f"host_mib must be a positive integer, got {host_mib!r}")
         self.device_index = require_gpu()
         info = require_sm90(self.device_index, "the host-path probe (bulk and tensor copies)")
@@ -165,9 +161,9 @@ class HostPathProbe:
         tile_bytes = tile_rows * tile_cols * 2
         smem = check_ring(tile_bytes, stages, self.smem_limit, "tile")
         band = tile_rows * TMA_COLS * 2  # one band of rows: the unit the tiles are counted in
-        rows = self._check_nbytes(nbytes, band, "one band of tile_rows x 4096 columns") // band * tile_rows
+        bands = self._check_nbytes(nbytes, band, "one band of tile_rows x 4096 columns") // band
         tiles_per_band = TMA_COLS // tile_cols
-        n_tiles = rows // tile_rows * tiles_per_band
+        n_tiles = bands * tiles_per_band
         self._check_ctas(ctas, P, n_tiles, "tile")
         tmap = self._tensor_map(box_rows, tile_cols)
         self.stats.zero_()
@@ -177,7 +173,7 @@ class HostPathProbe:
         # every tile of a cluster lands in each of its P CTAs: the leaders (rank 0) together hold
         # every tile once, and each rank must hold what its leader holds
         by_cluster = stats[:, 3].reshape(-1, P)
-        ok = (self._xor(stats[::P]) == self._expected_xor(rows * TMA_COLS * 2)
+        ok = (self._xor(stats[::P]) == self._expected_xor(bands * band)
               and bool((by_cluster == by_cluster[:, :1]).all()))
         link, delivered = link_rate(stats, P)
         return PathPoint("tma" if P == 1 else "tma_multicast", ctas, tile_bytes, stages, P, link,
@@ -196,7 +192,7 @@ class HostPathProbe:
         """The bytes to read (default: the whole buffer): at least ``unit`` (``what``) and at most
         the buffer."""
         nbytes = self.host.nbytes if nbytes is None else nbytes
-        if not _is_int(nbytes) or not unit <= nbytes <= self.host.nbytes:
+        if not is_int(nbytes) or not unit <= nbytes <= self.host.nbytes:
             raise InvalidArgumentError(f"nbytes must be an integer from {unit} ({what}) to the buffer's "
                                        f"{self.host.nbytes}, got {nbytes!r}")
         return nbytes
@@ -205,7 +201,7 @@ class HostPathProbe:
     def _check_ctas(ctas: int, P: int, pieces: int, what: str) -> None:
         """At most MAX_CTAS CTAs (the stats buffer), a whole number of clusters, no cluster idle."""
         top = min(MAX_CTAS // P, pieces) * P
-        if not _is_int(ctas) or not P <= ctas <= top or ctas % P:
+        if not is_int(ctas) or not P <= ctas <= top or ctas % P:
             raise InvalidArgumentError(
                 f"ctas must be a multiple of the cluster size {P} from {P} to {top} (at most {MAX_CTAS} "
                 f"CTAs and at most one cluster per {what}), got {ctas!r}")

@@ -13,7 +13,7 @@ import json
 from dataclasses import dataclass
 from pathlib import Path
 
-from smemkit.errors import InvalidArgumentError
+from smemkit.errors import InvalidArgumentError, is_int
 from smemkit.offload.costmodel import Op
 
 BF16_BYTES = 2
@@ -70,7 +70,7 @@ def config_from_hf(data: dict, name: str = "config.json") -> ModelConfig:
         for key in keys:
             if key in data:
                 value = data[key]
-                if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
+                if not is_int(value) or value <= 0:
                     raise InvalidArgumentError(f"{name}: '{key}' must be a positive integer, got {value!r}")
                 return value
         raise InvalidArgumentError(f"{name}: missing '{keys[0]}' (a decoder-only HuggingFace "

@@ -28,7 +28,7 @@ from dataclasses import dataclass
 
 import torch
 
-from smemkit.errors import InvalidArgumentError, SmemkitError
+from smemkit.errors import InvalidArgumentError, SmemkitError, is_int
 
 WEIGHT_DTYPES = (torch.bfloat16, torch.float16)
 TILE_ROWS = 16  # rows of one warp tile of the split kernel (mma M); the HBM/host boundary is a multiple
@@ -61,7 +61,7 @@ def check_pinned_request(nbytes: int, what: str = "pinned host buffer") -> None:
     Negative or non-integer sizes are an ``InvalidArgumentError``; more than the host's available
     memory is a ``PinnedMemoryError`` naming the size.
     """
-    if isinstance(nbytes, bool) or not isinstance(nbytes, int) or nbytes < 0:
+    if not is_int(nbytes) or nbytes < 0:
         raise InvalidArgumentError(f"{what}: size must be an integer number of bytes >= 0, got {nbytes!r}")
     avail = available_host_bytes()
     if avail is not None and nbytes > avail:
@@ -239,7 +239,7 @@ def host_rows_for_ratio(n_rows: int, ratio: float, tile: int = TILE_ROWS) -> int
     number of ``tile``-row tiles unless one part is empty. Among the allowed counts
     (0, N, and N - m*tile) the one nearest ``ratio * N`` wins; ties go to fewer host rows.
     """
-    if isinstance(n_rows, bool) or not isinstance(n_rows, int) or n_rows < 1:
+    if not is_int(n_rows) or n_rows < 1:
         raise InvalidArgumentError(f"the weight must have at least one row, got {n_rows!r}")
     if not isinstance(ratio, (int, float)) or isinstance(ratio, bool) or not math.isfinite(ratio) \
             or not 0.0 <= ratio <= 1.0:

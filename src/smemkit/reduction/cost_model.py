@@ -91,10 +91,11 @@ def shape_of(spec: ReductionSpec, M: int, N: int) -> KernelShape:
 class Measured:
     """The timings the model needs at one shape: T_B and T_ctrl per P (ms), which non-cluster
     kernel T_B timed (its variant label: ``reread`` re-reads global memory; the others read each
-    element once from HBM — ``reread_t512`` too: it wins only at narrow rows, whose re-reads hit L2), how many of its CTAs were resident per SM at once, and, when known,
-    the resident clusters per P (driver occupancy; otherwise estimated from shared memory) and
-    the time of smemkit's Triton kernel at the shape (not a model input: dispatch compares it with
-    the model's pick, ``dispatch_choice``)."""
+    element once from HBM, ``reread_t512`` too: it wins only at narrow rows, whose re-reads hit
+    the L2), how many of its CTAs were resident per SM at once, and, when known, the resident
+    clusters per P (driver occupancy; otherwise estimated from shared memory) and the time of
+    smemkit's Triton kernel at the shape (not a model input: dispatch compares it with the
+    model's pick, ``dispatch_choice``)."""
 
     baseline_ms: float
     control_excess_ms: Mapping[int, float]

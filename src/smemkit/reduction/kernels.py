@@ -255,15 +255,21 @@ def launch_args(spec: ReductionSpec, variant: Variant, M: int, N: int, args: lis
         raise UnsupportedDeviceError(f"{spec.name} variant {variant.label} cannot run: {reason}")
     kernel = compiled_kernel(spec, variant)
     smem = dynamic_smem_bytes(spec, variant, N)
-    clusters = grid_clusters(spec, variant, M, N, device)
+    clusters = _grid(spec, variant, M, N, device, kernel, smem, info.l2_bytes)
     kernel.launch(clusters * variant.P, variant.threads, *args, cluster=variant.P, smem=smem,
                   device=device)
 
 
 def grid_clusters(spec: ReductionSpec, variant: Variant, M: int, N: int, device: int) -> int:
     """Clusters (CTAs when P = 1) a launch of the variant at (M, N) uses on ``device``."""
-    kernel = compiled_kernel(spec, variant)
-    smem = dynamic_smem_bytes(spec, variant, N)
+    return _grid(spec, variant, M, N, device, compiled_kernel(spec, variant),
+                 dynamic_smem_bytes(spec, variant, N), require_kernel_support(device).l2_bytes)
+
+
+def _grid(spec: ReductionSpec, variant: Variant, M: int, N: int, device: int, kernel: Kernel, smem: int,
+          l2_bytes: int) -> int:
+    """``grid_clusters`` from what a launch has looked up already (kernel, its shared memory,
+    the GPU's L2 size)."""
     if variant.staged and (spec.columns or variant.prefetch):
         # Persistent: as many clusters as fit at once, each looping over rows, so a column
         # slice staged once serves every row (measured on the H200: layernorm_bwd 2.9 -> 3.4
@@ -276,7 +282,6 @@ def grid_clusters(spec: ReductionSpec, variant: Variant, M: int, N: int, device:
         # CTA per row, the hardware handing each freed slot the next row; no static share of rows
         # per CTA whose last round idles part of the GPU, but no cap on the rows in flight either:
         # each is faster at some shapes, so both are candidates, benchmarks/results/h200/late_inputs/.)
-        l2_bytes = require_kernel_support(device).l2_bytes
         return reread_l2_grid(spec, M, N, l2_bytes, resident_clusters(kernel, variant, smem, device))
     return M
 

@@ -69,8 +69,6 @@ WARM_MS = 25.0
 def _keep_busy(call: Callable[[], object], flush: Callable[[], None] | None, warm_ms: float) -> None:
     """Run ``call`` (after ``flush``) in batches of 8 until ``warm_ms`` have passed on the GPU's
     clock (events around the batches; a synchronisation after each batch)."""
-    if not math.isfinite(warm_ms):
-        raise InvalidArgumentError(f"warm_ms={warm_ms}: a finite number of milliseconds (0: none)")
     if warm_ms <= 0:
         return
     start = torch.cuda.Event(enable_timing=True)
@@ -91,6 +89,14 @@ def time_gpu(fn: Callable[[], object], *, warmup: int = 3, reps: int = 20, graph
              flush_l2: bool = False, warm_ms: float = WARM_MS) -> Timing:
     """Time ``fn`` (which launches GPU work on the current stream) with CUDA events, after
     ``warmup`` calls and ``warm_ms`` of back-to-back calls (module docstring)."""
+    return _time(fn, warmup, reps, graph, _l2_flusher() if flush_l2 else None, warm_ms)
+
+
+def _time(fn: Callable[[], object], warmup: int, reps: int, graph: bool,
+          flush: Callable[[], None] | None, warm_ms: float) -> Timing:
+    """``time_gpu`` with the L2 flusher given (``time_both_modes`` builds one for both modes)."""
+    if not math.isfinite(warm_ms):
+        raise InvalidArgumentError(f"warm_ms={warm_ms}: a finite number of milliseconds (0: none)")
     for _ in range(warmup):
         fn()
     torch.cuda.synchronize()
@@ -101,7 +107,6 @@ def time_gpu(fn: Callable[[], object], *, warmup: int = 3, reps: int = 20, graph
             fn()
         captured.replay()
         call = captured.replay
-    flush = _l2_flusher() if flush_l2 else None
     _keep_busy(call, flush, warm_ms)
     starts = [torch.cuda.Event(enable_timing=True) for _ in range(reps)]
     ends = [torch.cuda.Event(enable_timing=True) for _ in range(reps)]
@@ -138,8 +143,9 @@ class ModeTiming:
 def time_both_modes(fn: Callable[[], object], *, warmup: int = 5, reps: int = 30) -> ModeTiming:
     """Time ``fn`` as graph replays and as launches, each L2-flushed (module docstring); a call
     that cannot be captured (RuntimeError) is timed as launches only."""
+    flush = _l2_flusher()
     try:
-        graph = time_gpu(fn, warmup=warmup, reps=reps, graph=True, flush_l2=True)
+        graph = _time(fn, warmup, reps, True, flush, WARM_MS)
     except RuntimeError:
         graph = None
-    return ModeTiming(graph, time_gpu(fn, warmup=warmup, reps=reps, flush_l2=True))
+    return ModeTiming(graph, _time(fn, warmup, reps, False, flush, WARM_MS))

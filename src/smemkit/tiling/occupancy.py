@@ -41,7 +41,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from smemkit.errors import InvalidArgumentError
+from smemkit.errors import InvalidArgumentError, is_int
 
 CLUSTER_BLOCKS_PER_SM_MAX = 8  # cudaOccupancyMaxActiveClusters on the H200 (tiling.json)
 
@@ -127,7 +127,7 @@ def arch_limits(arch: str) -> ArchLimits:
 
 
 def _check_int(name: str, value, low: int, high: int | None, allowed: str) -> int:
-    if isinstance(value, bool) or not isinstance(value, int) or value < low or (high is not None
+    if not is_int(value) or value < low or (high is not None
                                                                                 and value > high):
         raise InvalidArgumentError(f"{name}={value!r}: must be an integer {allowed}")
     return value
