@@ -31,8 +31,8 @@ from smemkit.hw.environment import device_block
 from smemkit.hw.profile import select_profile
 from smemkit.reduction import BUILTIN, reference, run
 from smemkit.reduction.calibrate import measure
-from smemkit.reduction.cost_model import crossover, dispatch_choice, evaluate
-from smemkit.reduction.evaluation import baseline_table, dispatch_vs_best_min, geomean_64k
+from smemkit.reduction.cost_model import dispatch_choice, evaluate
+from smemkit.reduction.evaluation import baseline_table, crossovers, dispatch_vs_best_min, geomean_64k
 from smemkit.reduction.reference import relative_error
 from smemkit.reduction.tables import TablePoint, points_from
 from smemkit.reduction.workloads import example_inputs
@@ -113,14 +113,11 @@ def summarize(records: list[dict], verdicts: dict, baselines: dict | None) -> di
                      "ablation": [sum(r["ablation_correct"] for r in records), len(records)]},
         "crossover": {},
     }
-    for name in sorted({r["workload"] for r in records}):
-        rs = sorted((r for r in records if r["workload"] == name), key=lambda r: r["N"])
-        measured = next((r["N"] for r in rs if r["measured_profitable"]), None)
-        summary["crossover"][name] = {
-            "predicted": crossover({N: v for (w, N), v in verdicts["model"].items() if w == name}),
-            "ablation": crossover({N: v for (w, N), v in verdicts["ablation"].items() if w == name}),
-            "measured": measured,
-        }
+    points = points_from(records, "this run")
+    ablation = crossovers(points, verdicts["ablation"])
+    for name, (predicted, measured) in crossovers(points, verdicts["model"]).items():
+        summary["crossover"][name] = {"predicted": predicted, "ablation": ablation[name][0],
+                                      "measured": measured}
     if baselines:
         table = baseline_table(baselines)
         summary["geomean_64k"] = geomean_64k(records, table)

@@ -18,10 +18,11 @@ import sys
 from pathlib import Path
 
 from smemkit.hw.profile import builtin_profiles
-from smemkit.reduction.cost_model import SINGLE_READ_MAX_CTAS_PER_SM, crossover, evaluate
+from smemkit.reduction.cost_model import SINGLE_READ_MAX_CTAS_PER_SM, evaluate
 from smemkit.reduction.evaluation import (
     baseline_table,
     baselines_at,
+    crossovers,
     dispatch_vs_best_min,
     geomean_64k,
 )
@@ -42,16 +43,6 @@ def accuracy(points, profile, paper_convention: bool, ablation: bool = False) ->
         verdicts[(p.workload, p.shape.N)] = v
         correct += v.profitable == p.measured_profitable
     return correct, len(points), verdicts
-
-
-def crossovers(points, verdicts) -> dict:
-    out = {}
-    for name in sorted({p.workload for p in points}):
-        rs = sorted((p for p in points if p.workload == name), key=lambda p: p.shape.N)
-        measured = next((p.shape.N for p in rs if p.measured_profitable), None)
-        predicted = crossover({N: v for (w, N), v in verdicts.items() if w == name})
-        out[name] = (predicted, measured)
-    return out
 
 
 def figures(ev: dict, base: dict, cross: dict, out_dir: Path) -> list[str]:

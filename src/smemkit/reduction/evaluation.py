@@ -8,7 +8,9 @@ max-autotune), Triton and the non-cluster CUDA kernel at that (workload, N).
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
+
+from smemkit.reduction.cost_model import Verdict, crossover
 
 BASELINES = ("compile", "compile_max", "triton")
 WIDTH_64K = 65536
@@ -42,3 +44,18 @@ def geomean_64k(records: Iterable[dict], table: dict) -> dict[str, float]:
 def dispatch_vs_best_min(records: Iterable[dict], table: dict) -> float:
     """The smallest best-baseline / dispatched-op time over the records (>= 0.97 is the target)."""
     return min(baselines_at(table, r)["best"] / r["dispatched_ms"] for r in records)
+
+
+def crossovers(points: Iterable, verdicts: Mapping[tuple[str, int], Verdict]
+               ) -> dict[str, tuple[int | None, int | None]]:
+    """Per workload, (predicted N*, measured N*): the smallest width whose verdict says the
+    cluster kernel pays, and the smallest whose measured cluster kernel won (paper Fig. 4).
+    ``points`` are table points (``tables.points_from``); ``verdicts`` by (workload, N)."""
+    points = list(points)
+    out = {}
+    for name in sorted({p.workload for p in points}):
+        widths = sorted(p.shape.N for p in points if p.workload == name)
+        won = {p.shape.N for p in points if p.workload == name and p.measured_profitable}
+        predicted = crossover({N: v for (w, N), v in verdicts.items() if w == name})
+        out[name] = (predicted, next((N for N in widths if N in won), None))
+    return out

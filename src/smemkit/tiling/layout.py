@@ -14,7 +14,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from functools import cached_property
 
-from smemkit.errors import InvalidArgumentError
+from smemkit.errors import InvalidArgumentError, is_int
 from smemkit.tiling.swizzle import Swizzle
 
 DTYPE_BYTES: dict[str, int] = {"fp16": 2, "bf16": 2, "fp32": 4, "int32": 4, "fp64": 8}
@@ -96,7 +96,7 @@ class SmemLayout:
 
         A tuple is a multi-index; a bare integer is a flat index into the *unpadded* shape.
         """
-        if isinstance(index, int) and not isinstance(index, bool):
+        if is_int(index):
             flat = index
             if not 0 <= flat < math.prod(self.shape):
                 raise InvalidArgumentError(f"flat index {flat} is outside shape {self.shape}")

@@ -18,7 +18,7 @@ import json
 import runpy
 from pathlib import Path
 
-from smemkit.errors import InvalidArgumentError
+from smemkit.errors import InvalidArgumentError, is_int
 from smemkit.tiling.examples import BUILTIN
 from smemkit.tiling.layout import SmemLayout
 from smemkit.tiling.pattern import Access, Pattern
@@ -45,7 +45,7 @@ def _loop(name: str, value) -> tuple[int, ...]:
     if isinstance(value, dict):
         _check_keys(f"loop {name!r}", value, {"start", "stop", "step"}, {"stop"})
         bounds = (value.get("start", 0), value["stop"], value.get("step", 1))
-        if not all(isinstance(b, int) and not isinstance(b, bool) for b in bounds) or bounds[2] == 0:
+        if not all(is_int(b) for b in bounds) or bounds[2] == 0:
             raise InvalidArgumentError(f"loop {name!r}: start/stop/step must be integers, step not 0")
         return tuple(range(*bounds))
     if isinstance(value, list):

@@ -33,3 +33,21 @@ def test_geomean_and_dispatch_by_hand():
     assert g["best"] == pytest.approx(math.sqrt(1.5 * 4.0))  # a: 3/2, b: triton 4/1
     assert g["compile"] == pytest.approx(4.0)  # only workload a has it
     assert dispatch_vs_best_min(_records(), table) == pytest.approx(0.5 / 1.25)  # the 4K point loses
+
+
+def test_crossovers_predicted_and_measured_per_workload():
+    from types import SimpleNamespace
+
+    from smemkit.reduction.cost_model import Terms, Verdict
+    from smemkit.reduction.evaluation import crossovers
+
+    def point(w, N, won):
+        return SimpleNamespace(workload=w, shape=SimpleNamespace(N=N), measured_profitable=won)
+
+    pays = Verdict((Terms(2, True, None, t_save=1.0),))
+    loses = Verdict((Terms(2, True, None, t_ctrl=1.0),))
+    points = [point("a", 8192, True), point("a", 4096, False), point("a", 16384, True),
+              point("b", 4096, False), point("b", 8192, False)]
+    verdicts = {("a", 4096): loses, ("a", 8192): loses, ("a", 16384): pays,
+                ("b", 4096): loses, ("b", 8192): pays}
+    assert crossovers(points, verdicts) == {"a": (16384, 8192), "b": (8192, None)}
