@@ -31,6 +31,7 @@ from smemkit.hw.environment import device_block
 from smemkit.hw.profile import select_profile
 from smemkit.reduction import BUILTIN, reference, run
 from smemkit.reduction.calibrate import measure
+from smemkit.reduction.codegen import Variant
 from smemkit.reduction.cost_model import dispatch_choice, evaluate
 from smemkit.reduction.evaluation import baseline_table, crossovers, dispatch_vs_best_min, geomean_64k
 from smemkit.reduction.reference import relative_error
@@ -91,8 +92,12 @@ def score(record: dict, point: TablePoint, profile) -> tuple[object, object]:
     measured_win = point.measured_profitable
     chosen = model.best.P if model.profitable else None
     kind, P = dispatch_choice(model, measured)
-    dispatched_ms = {"cluster": cluster_ms.get(P), "baseline": measured.baseline_ms,
-                     "triton": measured.triton_ms}[kind]
+    if kind == "cluster":
+        dispatched, dispatched_ms = Variant("cluster", P).label, cluster_ms[P]
+    elif kind == "triton":
+        dispatched, dispatched_ms = Variant("triton").label, measured.triton_ms
+    else:
+        dispatched, dispatched_ms = measured.baseline_variant, measured.baseline_ms
     record.update({
         "model": {"profitable": model.profitable, "P": chosen, "terms": terms_record(model)},
         "ablation": {"profitable": ablation.profitable,
@@ -100,9 +105,7 @@ def score(record: dict, point: TablePoint, profile) -> tuple[object, object]:
         "best_cluster_P": best_P, "best_cluster_ms": cluster_ms[best_P],
         "measured_profitable": measured_win, "model_correct": model.profitable == measured_win,
         "ablation_correct": ablation.profitable == measured_win,
-        "dispatched": f"cluster P={P}" if kind == "cluster" else (
-            measured.baseline_variant if kind == "baseline" else "triton"),
-        "dispatched_ms": dispatched_ms,
+        "dispatched": dispatched, "dispatched_ms": dispatched_ms,
     })
     return model, ablation
 

@@ -29,15 +29,17 @@ from smemkit.reduction.evaluation import (
 from smemkit.reduction.tables import h100_credit, points_from
 
 ROOT = Path(__file__).resolve().parent.parent
-# A measured win smaller than this is a close call: run-to-run noise of one timing is ~1-2 %.
-CLOSE_CALL = 0.01
+# A measured win smaller than this is a close call: the same point has moved 1-2 % between runs
+# (layernorm_bwd 8K: cluster 1.3 % behind, 2.4 % ahead and 0.3 % ahead in three runs).
+CLOSE_CALL = 0.02
 
 
 def accuracy(points, profile, paper_convention: bool, ablation: bool = False) -> tuple[int, int, dict]:
     correct, verdicts = 0, {}
     for p in points:
-        measured = (dataclasses.replace(p.measured, baseline_variant="reread") if paper_convention
-                    else p.measured)
+        measured = p.measured
+        if paper_convention:  # Eq. 7 whatever the kernel (no residency: rereads_from_hbm is True)
+            measured = dataclasses.replace(measured, baseline_variant="reread", baseline_ctas_per_sm=None)
         sizes = sorted(measured.control_excess_ms)
         v = evaluate(p.shape, profile, measured, sizes=sizes, ablation=ablation)
         verdicts[(p.workload, p.shape.N)] = v
@@ -79,6 +81,14 @@ def figures(ev: dict, base: dict, cross: dict, out_dir: Path) -> list[str]:
     fig.savefig(out_dir / "fig4_crossover.png", dpi=120)
     plt.close(fig)
     return ["fig3_speedup.png", "fig4_crossover.png"]
+
+
+def close_call_lines(close: list[tuple[str, int, float]]) -> list[str]:
+    """The right verdicts whose measured winner led by less than CLOSE_CALL."""
+    if not close:
+        return []
+    return [f"Right, but measured within {CLOSE_CALL:.0%} (such points have changed sides between runs):",
+            "", *[f"- {w} N = {N}: T_B / cluster {ratio:.3f}" for w, N, ratio in close], ""]
 
 
 def dispatch_lines(records: list[dict], base: dict) -> list[str]:
@@ -191,10 +201,7 @@ def main() -> None:
         *[f"- {w} N = {N}: T_B / cluster {ratio:.3f}, ΔT {delta * 1e3:+.1f} us"
           for w, N, ratio, delta in misses],
         "",
-        f"Right, but measured within {CLOSE_CALL:.0%} (such points have changed sides between runs):",
-        "",
-        *[f"- {w} N = {N}: T_B / cluster {ratio:.3f}" for w, N, ratio in close],
-        "",
+        *close_call_lines(close),
         "## Fig. 4: crossover width N* (first width where the cluster kernel wins)",
         "",
         "| workload | predicted | measured |",
@@ -207,8 +214,11 @@ def main() -> None:
         "| --- | --- |",
         *[f"| {k} | {v:.3f}x |" for k, v in geomean_64k(ev["records"], base).items()],
         "",
-        f"Smallest ratio best-baseline / dispatched over the {n} points, dispatching by the model "
-        f"as run in credit_eval: {dispatch_vs_best_min(ev['records'], base):.3f}.",
+        f"Smallest ratio best-baseline / dispatched over the {n} points, dispatching as the ops do "
+        f"(`cost_model.dispatch_choice`: the model's pick, or smemkit's Triton kernel where it was "
+        f"timed faster): {dispatch_vs_best_min(ev['records'], base):.3f}. The dispatched times are "
+        f"credit_eval's; the baselines' are the --baselines file's (its `commands` say which run "
+        f"measured which records).",
         "",
         *dispatch_lines(ev["records"], base),
         *fig5_lines(ev_path.parent / "dram_bytes.json"),

@@ -64,7 +64,7 @@ def _run(name, tensors, scalars, config=None):
 
 def test_interface_and_configs():
     assert set(tb.TRITON) == set(NAMES)
-    assert len(tb._DEFAULT_CONFIGS) > 3
+    assert len(tb.DEFAULT_CONFIGS) > 3
     assert tb.CONFIG_PAIRS == [(1024, 4)]
     assert tb.USE_RINT is False  # the interpreter cannot call libdevice
 
@@ -162,10 +162,20 @@ def test_lars_zero_norm_rows_use_unit_trust():
 
 
 def test_rejects_bad_inputs():
-    with pytest.raises(ValueError):
+    with pytest.raises(ValueError, match=r"dy must be float32 of shape \(2, 3\)"):
         tb.TRITON["softmax_bwd"]({"z": torch.zeros(2, 3), "dy": torch.zeros(2, 4)}, {})
-    with pytest.raises(ValueError):
+    with pytest.raises(ValueError, match="x must be float32"):
         tb.TRITON["quant_int8"]({"x": torch.zeros(2, 3, dtype=torch.float64)}, {})
+
+
+def test_bad_outputs_and_configs_are_named():
+    tensors = {"z": torch.zeros(2, 3), "dy": torch.zeros(2, 3)}
+    with pytest.raises(ValueError, match=r"out\['dz'\] must be float32 of shape \(2, 3\)"):
+        tb.TRITON["softmax_bwd"](tensors, {}, out={"dz": torch.zeros(3, 2)})
+    with pytest.raises(ValueError, match=r"out\['dz'\] must be contiguous"):
+        tb.TRITON["softmax_bwd"](tensors, {}, out={"dz": torch.zeros(3, 2).t()})
+    with pytest.raises(ValueError, match="config"):
+        tb.TRITON["softmax_bwd"](tensors, {}, config=(100, 4))
 
 
 def test_outputs_given_are_written_in_place():
@@ -177,10 +187,11 @@ def test_outputs_given_are_written_in_place():
     assert _rel(out["dx"], ref["dx"]) <= 1e-5 and _rel(out["dy"], ref["dy"]) <= 1e-5
 
 
-def test_dispatch_config_is_fixed_per_workload_and_width():
+def test_dispatch_config_per_workload_and_width():
     assert tb.dispatch_config("lars", 4096) == (2048, 16)  # from the measured table
+    assert tb.dispatch_config("softmax_bwd", 4096) == (4096, 8)
     for name in NAMES:
         for N in (1, 1000, 4096, 8192, 65536):
             block, warps = tb.dispatch_config(name, N)
             assert block & (block - 1) == 0 and warps in (4, 8, 16)
-            assert (block, warps) in tb._DEFAULT_CONFIGS  # configs the benchmark's autotuner also tries
+            assert (block, warps) in tb.DEFAULT_CONFIGS  # one the benchmark's autotuner also tries

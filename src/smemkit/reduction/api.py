@@ -13,6 +13,7 @@ measurements (docs/reduction.md). ``explain()`` shows the model's terms;
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import replace
 from functools import cache, lru_cache
 
 import torch
@@ -105,7 +106,10 @@ def _table_pick(name: str, M: int, N: int, profile_name: str) -> Variant | None:
         return None
     point = min(points, key=lambda p: abs(p.shape.M - M))
     verdict = evaluate(point.shape, builtin_profiles()[profile_name], point.measured)
-    kind, P = dispatch_choice(verdict, point.measured)
+    measured = point.measured
+    if triton_unavailable(BUILTIN[name]):  # weigh only what can run here: the model's pick
+        measured = replace(measured, triton_ms=None)
+    kind, P = dispatch_choice(verdict, measured)
     if kind == "baseline":
         return variant_from_label(point.measured.baseline_variant, N)
     return Variant(kind, P)
@@ -182,6 +186,7 @@ def resolve_variant(spec: ReductionSpec, M: int, N: int, device: torch.device, v
     if (kind not in VARIANTS or (prefetch and kind not in ("staged", "cluster"))
             or (per_row and kind != "reread_l2")
             or (threads and (kind not in THREADED or threads not in (256, 512, 1024)))
+            or (kind == "reread" and threads not in (0, 256, 512))
             or (variant or "").startswith("regs_v")):
         allowed = [*VARIANTS, "staged_pf", "cluster_pf", "reread_t512", "reread_l2_t512", "reread_l2_rows",
                    "reread_l2_t512_rows", "regs_t512", "regs_t256"]
@@ -197,9 +202,7 @@ def resolve_variant(spec: ReductionSpec, M: int, N: int, device: torch.device, v
         from smemkit.reduction.kernels import check_regs_width
 
         check_regs_width(N, threads or 1024)
-    if kind == "triton" and (reason := triton_unavailable(spec)):
-        raise InvalidArgumentError(f"variant='triton' cannot run: {reason}")
-    return variant_from_label(variant, N)
+    return variant_from_label(variant, N)  # a triton variant that cannot run here: launch says why
 
 
 def run(spec: ReductionSpec, tensors: Mapping[str, torch.Tensor], scalars: Mapping[str, float] | None = None,

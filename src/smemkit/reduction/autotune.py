@@ -51,13 +51,14 @@ def _decode(best: dict) -> Variant | None:
 
 def tuned_variant(spec: ReductionSpec, M: int, N: int, gpu: str, candidates: Iterable[Variant],
                   time_ms: Callable[[Variant], float]) -> Variant:
-    """The recorded winner for this GPU and shape, or the fastest candidate by ``time_ms``
-    (which is then recorded with every candidate's time)."""
+    """The recorded winner for this GPU and shape when it is still a candidate, else the fastest
+    candidate by ``time_ms`` (which is then recorded with every candidate's time)."""
     record_name = "autotune/" + "".join(c if c.isalnum() else "_" for c in gpu)
     key = shape_key(spec, M, N)
+    candidates = list(candidates)
     hit = cache.read_record(record_name).get(key)
     recorded = _decode(hit["best"]) if hit else None
-    if recorded is not None:
+    if recorded in candidates:  # a winner that can no longer run here (Triton gone) is tuned again
         return recorded
     times = {v: time_ms(v) for v in candidates}
     best = min(times, key=times.get)

@@ -36,6 +36,11 @@ OP_STRUCT = {"sum": "OpSum", "max": "OpMax", "min": "OpMin"}
 VARIANTS = ("cluster", "staged", "reread", "reread_l2", "regs", "triton")
 # "triton": not generated here; smemkit's hand-written Triton kernel of a built-in workload
 # (reduction.triton_kernels), a non-cluster candidate that dispatch and autotuning may pick.
+# The looped re-read kernel's __launch_bounds__ minimum CTAs per SM: three (at most 42 registers;
+# NVRTC 13.0 then uses 32-40 and spills nothing; four, 32 registers, spills pearson_bwd), and two
+# where the local NVRTC spills at three (13.5: lars, 16 B): kernels.kernel_source decides.
+LOOPED_REREAD_BLOCKS = 3
+LOOPED_REREAD_FALLBACK_BLOCKS = 2
 # Threads per CTA when a Variant leaves them at 0.
 DEFAULT_THREADS = {"reread_l2": 1024, "regs": 1024}
 REGS_VECTORS = (1, 2, 4)  # vectors per thread and held input a ``regs`` kernel may be built for
@@ -78,18 +83,18 @@ class Variant:
         return self.kind in ("cluster", "staged")
 
     @property
-    def full_occupancy_reread(self) -> bool:
-        """The re-read kernel at more than 256 threads ("reread_t512"): built like torch.compile's
-        looped reduction kernels, element loop not unrolled and registers capped (32-40 per thread,
-        no spills), so 3-4 CTAs of 512 threads share an SM; lars 4K on the H200: 84.2 us against
-        86.7 for the fastest other CUDA kernel (``run_2026-11-30_ninth/v5/``)."""
-        return self.kind == "reread" and self.threads > 256
+    def looped_reread(self) -> bool:
+        """The re-read kernel at 512 threads ("reread_t512"), built like torch.compile's looped
+        reduction kernels: element loop not unrolled, registers capped (LOOPED_REREAD_BLOCKS), so
+        3-4 CTAs of 512 threads share an SM; lars 4K on the H200: 84.2 us against 86.7 for the
+        fastest other CUDA kernel (``run_2026-11-30_ninth/v5/``)."""
+        return self.kind == "reread" and self.threads == 512
 
     @property
     def unroll(self) -> int:
         """``#pragma unroll`` of the element loop of the staged, cluster and re-read kernels
         (a hint only: their loop loads, branches and consumes one vector per input at a time)."""
-        return 1 if self.full_occupancy_reread else 2
+        return 1 if self.looped_reread else 2
 
     @property
     def batch(self) -> int:
@@ -101,12 +106,11 @@ class Variant:
     @property
     def min_blocks(self) -> int:
         """__launch_bounds__ minimum CTAs per SM (64 registers per thread at 1024 and 512
-        threads; the re-read kernel's 256 threads get 128, its 512 threads 42: at 32, the bound of
-        four CTAs, pearson_bwd's spills)."""
+        threads; the re-read kernel's 256 threads get 128, its looped 512-thread build 42)."""
         if self.kind in ("reread_l2", "regs"):
             return max(1, 1024 // self.threads)
-        if self.full_occupancy_reread:
-            return max(1, 1536 // self.threads)
+        if self.looped_reread:
+            return LOOPED_REREAD_BLOCKS
         return 2 if self.kind == "reread" else 1
 
     @property
@@ -175,10 +179,14 @@ def _rename(spec: ReductionSpec) -> dict[str, str]:
     return {"N": "Nf"}
 
 
-def generate(spec: ReductionSpec, variant: Variant) -> str:
-    """The complete CUDA source of one variant."""
+def generate(spec: ReductionSpec, variant: Variant, min_blocks: int | None = None) -> str:
+    """The complete CUDA source of one variant (``min_blocks`` overrides the variant's
+    __launch_bounds__ minimum CTAs per SM: ``kernels.kernel_source``)."""
     if spec.kernel_support is not None:
         raise InvalidArgumentError(f"workload spec '{spec.name}' has no kernel: it is {spec.kernel_support}")
+    if variant.kind == "triton":
+        raise InvalidArgumentError("the triton variant is hand-written Triton (reduction.triton_kernels), "
+                                   "not generated CUDA")
     P, T = variant.P, variant.threads
     staged = spec.staged_inputs if variant.staged else []
     # inputs read from global memory once, by a pass after the first (lars' v): prefetched into
@@ -223,7 +231,7 @@ def generate(spec: ReductionSpec, variant: Variant) -> str:
                for o in spec.outputs]
     params += [f"float* __restrict__ p_{n}" for n, _ in spec.row_outputs]
     params += [f"const float {n}" for n in spec.scalar_names] + ["const int M", "const int N"]
-    w(f'extern "C" __global__ void __launch_bounds__(THREADS, {variant.min_blocks}) '
+    w(f'extern "C" __global__ void __launch_bounds__(THREADS, {min_blocks or variant.min_blocks}) '
       f'{kernel_name(spec, variant)}(')
     w("    " + ",\n    ".join(params) + ") {")
     nq = sum(q)

@@ -13,6 +13,7 @@ import torch
 
 from smemkit.errors import InvalidArgumentError, UnsupportedDeviceError
 from smemkit.reduction.codegen import (
+    LOOPED_REREAD_FALLBACK_BLOCKS,
     REGS_VECTORS,
     Variant,
     dynamic_smem_bytes,
@@ -23,6 +24,7 @@ from smemkit.reduction.codegen import (
     static_smem_bytes,
 )
 from smemkit.reduction.spec import ReductionSpec
+from smemkit.runtime.compiler import DEFAULT_ARCH, compile_module
 from smemkit.runtime.device import NON_PORTABLE_CLUSTER_MAX, GpuInfo, require_gpu, require_sm90
 from smemkit.runtime.launch import Kernel, KernelModule
 from smemkit.runtime.tensors import check_tensor
@@ -42,8 +44,20 @@ def compiled_kernel(spec: ReductionSpec, variant: Variant) -> Kernel:
     """The launchable kernel of one variant (generated and compiled once per process)."""
     if variant.per_row:  # the same kernel as the persistent variant: only the grid differs
         return compiled_kernel(spec, replace(variant, per_row=False))
-    module = KernelModule(generate(spec, variant), kernel_name(spec, variant))
+    module = KernelModule(kernel_source(spec, variant), kernel_name(spec, variant))
     return module.function(kernel_name(spec, variant), parameter_kinds(spec))
+
+
+def kernel_source(spec: ReductionSpec, variant: Variant) -> str:
+    """The CUDA source ``compiled_kernel`` builds: ``generate``'s, except that the looped re-read
+    kernel drops to LOOPED_REREAD_FALLBACK_BLOCKS CTAs per SM where this NVRTC spills registers
+    at LOOPED_REREAD_BLOCKS (checked by compiling for sm_90a, through the disk cache)."""
+    source = generate(spec, variant)
+    if variant.looped_reread:
+        name = kernel_name(spec, variant)
+        if compile_module(source, name, arch=DEFAULT_ARCH).resources[name].spills:
+            source = generate(spec, variant, min_blocks=LOOPED_REREAD_FALLBACK_BLOCKS)
+    return source
 
 
 def smem_per_cta(spec: ReductionSpec, variant: Variant, N: int) -> int:
@@ -75,7 +89,7 @@ def triton_unavailable(spec: ReductionSpec) -> str | None:
     from smemkit.reduction.workloads import BUILTIN
 
     if BUILTIN.get(spec.name) is not spec:
-        return f"{spec.name} has no Triton kernel (only the six built-in workloads have one)"
+        return f"a user spec ({spec.name!r}) has no Triton kernel: only the six built-in workloads have one"
     if importlib.util.find_spec("triton") is None:
         return "the triton package is not installed (pip install triton)"
     return None
@@ -248,6 +262,9 @@ def launch_args(spec: ReductionSpec, variant: Variant, M: int, N: int, args: lis
     arguments already in kernel order."""
     device = require_gpu() if device is None else device
     info = require_kernel_support(device)
+    if variant.kind == "triton":
+        raise InvalidArgumentError("launch_args runs generated CUDA kernels; the triton variant runs "
+                                   "through launch()")
     if variant.kind == "regs":
         check_regs_width(N, variant.threads)  # the caller's width, not the device, is at fault
     reason = legality(spec, variant, N, info.smem_per_block_optin, NON_PORTABLE_CLUSTER_MAX)

@@ -2,8 +2,9 @@
 
 They serve twice: as the Triton baseline of ``benchmarks/reduction.py``, and as a non-cluster
 candidate of dispatch (``Variant("triton")``): where the embedded table timed one of them faster than
-every generated CUDA kernel at a shape (the 4K rows of the H200 table), the op runs it (api module).
-Only the built-in workloads have one; a user spec never does.
+the model's pick at a shape (the fastest non-cluster CUDA kernel, or the cluster kernel's predicted
+time: ``cost_model.dispatch_choice``; five of the six 4K rows of the H200 table), the op runs it, at
+a fixed config (``dispatch_config``). Only the built-in workloads have one; a user spec never does.
 
 Every kernel runs one program per row of a float32 (M, N) tensor.  The row is reduced in a few
 numerically stable statistics stages, each a loop over BLOCK-wide chunks of the row that re-reads it
@@ -48,6 +49,8 @@ import torch
 import triton
 import triton.language as tl
 
+from smemkit.errors import InvalidArgumentError, is_int
+
 try:  # dispatches to CUDA's libdevice on an NVIDIA target
     from triton.language.extra import libdevice
 except ImportError:  # pragma: no cover - very old Triton
@@ -62,13 +65,13 @@ USE_RINT = (libdevice is not None and not INTERPRET
 # Seven configurations spanning BLOCK 1024..16384 (2048 x 16: the looped lars kernel that matched
 # torch.compile at 4096 x 4096, run_2026-11-30_ninth/): compiling takes about 7 s per (workload,
 # config) on the H200, so a longer list would dominate the benchmark's device time.
-_DEFAULT_CONFIGS = [(1024, 4), (2048, 8), (2048, 16), (4096, 8), (4096, 16), (8192, 16), (16384, 16)]
+DEFAULT_CONFIGS = [(1024, 4), (2048, 8), (2048, 16), (4096, 8), (4096, 16), (8192, 16), (16384, 16)]
 
 
 def _config_pairs() -> list[tuple[int, int]]:
     text = os.environ.get("SMEMKIT_TRITON_CONFIGS", "").strip()
     if not text:
-        return [(1024, 4)] if INTERPRET else list(_DEFAULT_CONFIGS)
+        return [(1024, 4)] if INTERPRET else list(DEFAULT_CONFIGS)
     pairs = []
     for item in text.split(","):
         block, warps = item.split(":")
@@ -91,10 +94,17 @@ def _prune(configs, named_args, **kwargs):
     return kept
 
 
+# id(autotuned kernel) -> the same kernel without the autotuner, launched at a fixed config
+_FIXED: dict[int, object] = {}
+
+
 def _tuned(fn):
     """autotune(key N, pruned) over heuristics(ONE = row fits in one chunk) over the jit kernel."""
-    fn = triton.heuristics({"ONE": lambda a: a["N"] <= a["BLOCK"]})(fn)
-    return triton.autotune(configs=CONFIGS, key=["N"], prune_configs_by={"early_config_prune": _prune})(fn)
+    fixed = triton.heuristics({"ONE": lambda a: a["N"] <= a["BLOCK"]})(fn)
+    tuned = triton.autotune(configs=CONFIGS, key=["N"],
+                            prune_configs_by={"early_config_prune": _prune})(fixed)
+    _FIXED[id(tuned)] = fixed
+    return tuned
 
 
 # --------------------------------------------------------------------------------------------- helpers
@@ -429,24 +439,33 @@ quant_int8_kernel = _tuned(_quant_int8_kernel)
 # ------------------------------------------------------------------------------------------- wrappers
 
 
-def _rows(*tensors: torch.Tensor) -> tuple[int, int, list[torch.Tensor]]:
-    first = tensors[0]
-    if first.dim() != 2:
-        raise ValueError(f"expected a 2-D (M, N) tensor, got shape {tuple(first.shape)}")
-    out = []
-    for t in tensors:
-        if t.shape != first.shape or t.dtype != torch.float32 or t.device != first.device:
-            raise ValueError("inputs must be float32 tensors of one shape on one device")
-        out.append(t.contiguous())
+def _checked(name: str, t: object, shape: tuple[int, ...], device: torch.device | None,
+             dtype: torch.dtype = torch.float32) -> torch.Tensor:
+    """``t`` if it is a contiguous tensor of this shape and dtype (on ``device``), else an error
+    naming it (any device: Triton's CPU interpreter runs these kernels on CPU tensors)."""
+    if not isinstance(t, torch.Tensor):
+        raise InvalidArgumentError(f"{name} must be a torch.Tensor, got {type(t).__name__}")
+    dt = str(dtype).replace("torch.", "")
+    if tuple(t.shape) != shape or t.dtype != dtype or (device is not None and t.device != device):
+        raise InvalidArgumentError(f"{name} must be {dt} of shape {shape} on {device or t.device}, got "
+                                   f"{str(t.dtype).replace('torch.', '')} {tuple(t.shape)} on {t.device}")
+    if not t.is_contiguous():
+        raise InvalidArgumentError(f"{name} must be contiguous")
+    return t
+
+
+def _rows(tensors: Mapping[str, torch.Tensor], *names: str) -> tuple[int, int, list[torch.Tensor]]:
+    """(M, N, the named (M, N) float32 inputs), checked against the first."""
+    first = tensors[names[0]]
+    if not isinstance(first, torch.Tensor) or first.dim() != 2 or first.shape[1] < 1:
+        raise InvalidArgumentError(f"{names[0]} must be a 2-D (M, N) tensor with N >= 1")
     M, N = first.shape
-    if N < 1:
-        raise ValueError("rows must have at least one element")
-    return M, N, out
+    return M, N, [_checked(n, tensors[n], (M, N), first.device) for n in names]
 
 
 # The fastest fixed (BLOCK, num_warps) per workload at the widths where dispatch may pick these
 # kernels (the non-cluster rows of the H200 table), timed one by one on the H200
-# (benchmarks/results/h200/run_2026-11-30_ninth/tcfg.json); other widths: by width alone.
+# (benchmarks/results/h200/run_2026-11-30_ninth/v3/tcfg.json); other widths: by width alone.
 MEASURED_CONFIGS = {
     ("lars", 4096): (2048, 16), ("lars", 8192): (4096, 16),
     ("layernorm_bwd", 4096): (4096, 8), ("layernorm_bwd", 8192): (2048, 16),
@@ -468,35 +487,39 @@ def dispatch_config(name: str, N: int) -> tuple[int, int]:
 
 def _launch(kernel, M: int, config: tuple[int, int] | None, *args, **constexprs) -> None:
     """One program per row: autotuned (``config`` None: the benchmark baseline) or at a fixed
-    (BLOCK, num_warps)."""
+    (BLOCK, num_warps), which skips the autotuner (``_FIXED``)."""
     if config is None:
         kernel[(M,)](*args, **constexprs)
-    else:
-        block, warps = config
-        kernel.fn[(M,)](*args, BLOCK=block, num_warps=warps, **constexprs)
+        return
+    block, warps = config
+    if not (is_int(block) and is_int(warps) and block >= 16 and block & (block - 1) == 0
+            and warps in (1, 2, 4, 8, 16, 32)):
+        raise InvalidArgumentError(f"config = {config!r}: (BLOCK, num_warps) with BLOCK a power of two "
+                                   ">= 16 and num_warps in 1, 2, 4, 8, 16, 32")
+    _FIXED[id(kernel)][(M,)](*args, BLOCK=block, num_warps=warps, **constexprs)
 
 
 def _out(out: Mapping[str, torch.Tensor] | None, name: str, shape: tuple[int, ...], like: torch.Tensor,
          dtype: torch.dtype = torch.float32) -> torch.Tensor:
-    """The caller's output tensor ``name`` (written in place), else a new one."""
+    """The caller's output tensor ``name`` (checked; written in place), else a new one."""
     given = (out or {}).get(name)
-    return given if given is not None else torch.empty(shape, dtype=dtype, device=like.device)
+    if given is None:
+        return torch.empty(shape, dtype=dtype, device=like.device)
+    return _checked(f"out[{name!r}]", given, shape, like.device, dtype)
 
 
 def _layernorm_bwd(tensors, scalars, out=None, config=None):
-    M, N, (x, dy) = _rows(tensors["x"], tensors["dy"])
-    gamma = tensors["gamma"]
-    if gamma.shape != (N,) or gamma.dtype != torch.float32 or gamma.device != x.device:
-        raise ValueError("gamma must be float32 of shape (N,) on the inputs' device")
+    M, N, (x, dy) = _rows(tensors, "x", "dy")
+    gamma = _checked("gamma", tensors["gamma"], (N,), x.device)
     dx = _out(out, "dx", (M, N), x)
     if M:
-        _launch(layernorm_bwd_kernel, M, config, x, dy, gamma.contiguous(), dx, N,
+        _launch(layernorm_bwd_kernel, M, config, x, dy, gamma, dx, N,
                 float(scalars.get("eps", EPS)))
     return {"dx": dx}
 
 
 def _wvar_bwd(tensors, scalars, out=None, config=None):
-    M, N, (x, w, dy) = _rows(tensors["x"], tensors["w"], tensors["dy"])
+    M, N, (x, w, dy) = _rows(tensors, "x", "w", "dy")
     dx = _out(out, "dx", (M, N), x)
     if M:
         _launch(wvar_bwd_kernel, M, config, x, w, dy, dx, N, float(scalars.get("eps", EPS)))
@@ -504,18 +527,16 @@ def _wvar_bwd(tensors, scalars, out=None, config=None):
 
 
 def _pearson_bwd(tensors, scalars, out=None, config=None):
-    M, N, (x, y) = _rows(tensors["x"], tensors["y"])
-    g = tensors["g"]
-    if g.shape != (M,) or g.dtype != torch.float32 or g.device != x.device:
-        raise ValueError("g must be float32 of shape (M,) on the inputs' device")
+    M, N, (x, y) = _rows(tensors, "x", "y")
+    g = _checked("g", tensors["g"], (M,), x.device)
     dx, dyo = _out(out, "dx", (M, N), x), _out(out, "dy", (M, N), x)
     if M:
-        _launch(pearson_bwd_kernel, M, config, x, y, g.contiguous(), dx, dyo, N)
+        _launch(pearson_bwd_kernel, M, config, x, y, g, dx, dyo, N)
     return {"dx": dx, "dy": dyo}
 
 
 def _softmax_bwd(tensors, scalars, out=None, config=None):
-    M, N, (z, dy) = _rows(tensors["z"], tensors["dy"])
+    M, N, (z, dy) = _rows(tensors, "z", "dy")
     dz = _out(out, "dz", (M, N), z)
     if M:
         _launch(softmax_bwd_kernel, M, config, z, dy, dz, N)
@@ -523,7 +544,7 @@ def _softmax_bwd(tensors, scalars, out=None, config=None):
 
 
 def _lars(tensors, scalars, out=None, config=None):
-    M, N, (w, g, v) = _rows(tensors["w"], tensors["g"], tensors["v"])
+    M, N, (w, g, v) = _rows(tensors, "w", "g", "v")
     w_new, v_new = _out(out, "w_new", (M, N), w), _out(out, "v_new", (M, N), w)
     if M:
         _launch(lars_kernel, M, config, w, g, v, w_new, v_new, N, float(scalars["lr"]),
@@ -532,7 +553,7 @@ def _lars(tensors, scalars, out=None, config=None):
 
 
 def _quant_int8(tensors, scalars, out=None, config=None):
-    M, N, (x,) = _rows(tensors["x"])
+    M, N, (x,) = _rows(tensors, "x")
     q = _out(out, "q", (M, N), x, torch.int8)
     scale = _out(out, "scale", (M,), x)
     if M:

@@ -72,3 +72,14 @@ def test_an_old_record_without_every_field_is_tuned_again(isolated_cache):
     timed = []
     got = tuned_variant(SPEC, 4096, 8192, "GPU", CANDIDATES, lambda v: timed.append(v) or 1.0)
     assert got == CANDIDATES[0] and len(timed) == 3
+
+
+def test_a_recorded_winner_that_can_no_longer_run_is_tuned_again(isolated_cache):
+    with_triton = [*CANDIDATES, Variant("triton")]
+    first = tuned_variant(SPEC, 4096, 4096, "NVIDIA H200", with_triton,
+                          lambda v: 0.5 if v.kind == "triton" else 2.0)
+    assert first == Variant("triton")
+    # Triton uninstalled: the record names a variant that is no longer a candidate
+    again = tuned_variant(SPEC, 4096, 4096, "NVIDIA H200", CANDIDATES,
+                          lambda v: {"staged": 2.0, "reread": 3.0, "cluster": 4.0}[v.kind])
+    assert again == Variant("staged")

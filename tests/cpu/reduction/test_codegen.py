@@ -2,9 +2,10 @@
 
 import pytest
 
+from smemkit.errors import InvalidArgumentError
 from smemkit.reduction import BUILTIN
 from smemkit.reduction.codegen import Variant, generate, kernel_name, static_smem_bytes
-from smemkit.reduction.kernels import CLUSTER_SIZES, legality
+from smemkit.reduction.kernels import CLUSTER_SIZES, kernel_source, legality
 from smemkit.runtime.compiler import compile_module
 
 VARIANTS = ([Variant("staged"), Variant("reread"), Variant("reread", threads=512)]
@@ -22,7 +23,7 @@ EXPERIMENT_SPILL_BYTES = 16  # the `regs` variants only (see below)
 @pytest.mark.parametrize("variant", VARIANTS, ids=lambda v: v.label)
 @pytest.mark.parametrize("name", sorted(BUILTIN))
 def test_variant_compiles_without_spills(name, variant):
-    source = generate(BUILTIN[name], variant)
+    source = kernel_source(BUILTIN[name], variant)  # what compiled_kernel builds
     module = compile_module(source, kernel_name(BUILTIN[name], variant), arch="sm_90a")
     usage = module.resources[kernel_name(BUILTIN[name], variant)]
     if variant.kind == "regs":
@@ -106,3 +107,24 @@ def test_read_once_inputs_prefetched_and_mbarriers_only_where_used(variant):
     assert ("mbarrier_init" in src) == variant.staged and ("bars[" in src) == variant.staged
     # softmax_bwd reads every input in its first pass: nothing to prefetch
     assert "prefetch_full_vectors_l2" not in generate(BUILTIN["softmax_bwd"], variant)
+
+
+def test_looped_reread_is_built_for_occupancy():
+    """reread_t512: element loop not unrolled; three CTAs per SM (a 42-register cap), or two
+    where this NVRTC would spill at three (kernels.kernel_source)."""
+    v = Variant("reread", threads=512)
+    assert v.looped_reread and v.unroll == 1 and v.min_blocks == 3
+    assert not Variant("reread").looped_reread and Variant("reread").min_blocks == 2
+    for name in sorted(BUILTIN):
+        src = kernel_source(BUILTIN[name], v)
+        assert "#pragma unroll 1\n" in src and "#pragma unroll 2\n" not in src
+        bound = 3 if "__launch_bounds__(THREADS, 3)" in src else 2
+        assert f"__launch_bounds__(THREADS, {bound}) rr_{name}_reread_t512(" in src
+        if bound == 2:  # the fallback only where the three-CTA build spills
+            kname = kernel_name(BUILTIN[name], v)
+            assert compile_module(generate(BUILTIN[name], v), kname).resources[kname].spills
+
+
+def test_the_triton_variant_is_not_generated():
+    with pytest.raises(InvalidArgumentError, match="not generated CUDA"):
+        generate(BUILTIN["lars"], Variant("triton"))

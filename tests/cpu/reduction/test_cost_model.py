@@ -13,6 +13,7 @@ from smemkit.reduction.cost_model import (
     crossover,
     dispatch_choice,
     evaluate,
+    rereads_from_hbm,
     shape_of,
 )
 
@@ -120,3 +121,24 @@ def test_a_single_read_baseline_saves_only_its_stall_with_few_ctas_per_sm(varian
                     baseline_variant=variant, baseline_ctas_per_sm=1.0)
     (t,) = evaluate(shape, PROFILE, fast, sizes=(8,)).terms
     assert t.t_save == 0.0 and t.delta < 0  # already at the floor: nothing to save
+
+
+def test_a_reread_kernel_counts_as_single_read_when_its_rows_in_flight_fit_the_l2():
+    """Eq. 7 for a re-read baseline only when its re-reads come from HBM (the H200: 50 MB L2,
+    132 SMs, lars re-reads w and g: 8 B per element)."""
+    from smemkit.reduction.kernels import L2_BUDGET_FRACTION
+
+    h200 = builtin_profiles()["h200_sxm"]
+    lars = BUILTIN["lars"]
+    base = Measured(baseline_ms=0.084, control_excess_ms={2: 0.0}, baseline_variant="reread_t512",
+                    baseline_ctas_per_sm=4.0)
+    narrow, wide = shape_of(lars, 4096, 4096), shape_of(lars, 4096, 65536)
+    fits = 4.0 * h200.sm_count * 4096 * narrow.reread_bytes
+    assert fits <= L2_BUDGET_FRACTION * h200.l2_bytes < 4.0 * h200.sm_count * 65536 * wide.reread_bytes
+    assert not rereads_from_hbm(narrow, h200, base)  # re-reads hit the L2
+    assert rereads_from_hbm(wide, h200, base)  # they overflow it: Eq. 7
+    assert rereads_from_hbm(narrow, h200, dataclasses.replace(base, baseline_ctas_per_sm=None))
+    assert rereads_from_hbm(narrow, h200, dataclasses.replace(base, baseline_variant="reread",
+                                                              baseline_ctas_per_sm=None))
+    for label in ("staged", "regs_v4_t256", "reread_l2_t512_rows"):
+        assert not rereads_from_hbm(wide, h200, dataclasses.replace(base, baseline_variant=label))

@@ -76,3 +76,23 @@ def test_dispatch_follows_the_model_on_the_embedded_table():
         assert model_variant(user, M, point.shape.N, "h200_sxm") is None
     assert model_variant(BUILTIN["lars"], 4096, 65536, "no_such_profile") is None
     assert model_variant(BUILTIN["lars"], 4096, 65536, "h100_sxm") is None  # CREDIT's kernels, not ours
+
+
+def test_dispatch_at_4k_runs_the_fastest_kernel_the_table_timed(monkeypatch):
+    """Concrete picks of the embedded H200 table at 4K (run_2026-11-30_ninth/v6), Triton
+    installed: smemkit's Triton kernel where it was timed faster than every CUDA kernel, else the
+    fastest CUDA one."""
+    import importlib.util
+
+    from smemkit.reduction.api import _table_pick
+
+    monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: object())
+    _table_pick.cache_clear()
+    try:
+        picks = {p.workload: model_variant(BUILTIN[p.workload], p.shape.M, 4096, "h200_sxm")
+                 for p in h200_smemkit() if p.shape.N == 4096}
+    finally:
+        _table_pick.cache_clear()
+    assert {w for w, v in picks.items() if v.kind == "triton"} == {
+        "lars", "layernorm_bwd", "pearson_bwd", "softmax_bwd", "wvar_bwd"}
+    assert picks["quant_int8"].label == "regs_v4_t256"
