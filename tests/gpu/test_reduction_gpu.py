@@ -208,3 +208,30 @@ def test_reread_l2_is_bitwise_the_same_on_any_grid(name, monkeypatch):
             assert torch.equal(got[key].view(torch.uint8), few[key].view(torch.uint8)), key
             assert torch.equal(got[key].view(torch.uint8), many[key].view(torch.uint8)), key
             assert torch.equal(got[key].view(torch.uint8), per_row[key].view(torch.uint8)), key
+
+
+@pytest.mark.parametrize("variant", ["triton", "reread_t512"])
+def test_on_a_side_stream_and_in_a_cuda_graph(variant):
+    """The Triton kernel (and the looped re-read kernel) run on the caller's current stream and
+    replay from a CUDA graph captured after a first call, bitwise as launched."""
+    name = "pearson_bwd"
+    tensors, scalars = make_inputs(name, 64, 4096, device="cuda",
+                                   generator=torch.Generator().manual_seed(next(SEEDS)))
+    want = run(BUILTIN[name], tensors, scalars, variant=variant)
+    torch.cuda.synchronize()
+    side = torch.cuda.Stream()
+    side.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(side):
+        out = poisoned_outputs(name, 64, 4096)
+        got = run(BUILTIN[name], tensors, scalars, variant=variant, out=out)
+    side.synchronize()
+    out = poisoned_outputs(name, 64, 4096)
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph):
+        run(BUILTIN[name], tensors, scalars, variant=variant, out=out)
+    graph.replay()
+    torch.cuda.synchronize()
+    for key in want:
+        assert torch.equal(got[key].view(torch.uint8), want[key].view(torch.uint8)), key
+        assert torch.equal(out[key].view(torch.uint8), want[key].view(torch.uint8)), key
+    check(name, want, reference(BUILTIN[name], tensors, scalars))
