@@ -189,7 +189,8 @@ def main() -> None:
         f"| ablation: peak bandwidth + serialized staging | {ablation[0]}/{ablation[1]} | - |",
         "",
         "Shipped T_save (docs/reduction.md, \"cost model\"): Eq. 7 when the fastest non-cluster kernel",
-        "re-reads HBM; when it reads each element once (staged, regs, reread_l2), its time above the",
+        "re-reads HBM; when it reads each element once (staged, regs, reread_l2, or a re-read kernel",
+        "whose rows in flight fit the L2: cost_model.rereads_from_hbm), its time above the",
         f"HBM streaming floor if at most {SINGLE_READ_MAX_CTAS_PER_SM} of its CTAs are resident per SM,"
         " else 0 (the limit was 1,",
         "made on graph-timed data; 3 chosen on the sixth session's both-modes run, then confirmed on",
