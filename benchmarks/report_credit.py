@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import statistics
 import sys
 from pathlib import Path
 
@@ -81,6 +82,13 @@ def figures(ev: dict, base: dict, cross: dict, out_dir: Path) -> list[str]:
     fig.savefig(out_dir / "fig4_crossover.png", dpi=120)
     plt.close(fig)
     return ["fig3_speedup.png", "fig4_crossover.png"]
+
+
+def measured_ratio(p) -> float:
+    """T_B / best cluster time as measured: the head to head's median ratio where there is one."""
+    if p.head_to_head:
+        return statistics.median(b / c for b, c in p.head_to_head)
+    return p.measured.baseline_ms / min(p.cluster_ms.values())
 
 
 def close_call_lines(close: list[tuple[str, int, float]]) -> list[str]:
@@ -158,11 +166,13 @@ def main() -> None:
     cross = crossovers(points, ours[2])
     misses, close = [], []
     for p in points:
-        verdict, ratio = ours[2][(p.workload, p.shape.N)], p.measured.baseline_ms / min(p.cluster_ms.values())
-        if verdict.profitable != (ratio > 1):
+        verdict, ratio = ours[2][(p.workload, p.shape.N)], measured_ratio(p)
+        if verdict.profitable != p.measured_profitable:
             misses.append((p.workload, p.shape.N, ratio, verdict.best.delta))
         elif abs(ratio - 1) < CLOSE_CALL:
             close.append((p.workload, p.shape.N, ratio))
+    single = sum(ours[2][(p.workload, p.shape.N)].profitable == p.single_timing_profitable for p in points)
+    h2h = sum(bool(p.head_to_head) for p in points)
     base = baseline_table(reduction)
     pngs = figures(ev, base, cross, out_dir)
     s = ev["summary"]
@@ -188,6 +198,11 @@ def main() -> None:
         f"{h100_ours[0]}/{h100_ours[1]} (paper: 28/30) |",
         f"| ablation: peak bandwidth + serialized staging | {ablation[0]}/{ablation[1]} | - |",
         "",
+        f"Measured winner: a head to head of T_B's kernel and the fastest cluster kernel in "
+        f"alternating rounds (median ratio) at {h2h} of {n} points, else one timing of each. By one "
+        f"timing of each everywhere (T_B from the calibration, the cluster kernels later), the "
+        f"shipped model is right at {single}/{n}.",
+        "",
         "Shipped T_save (docs/reduction.md, \"cost model\"): Eq. 7 when the fastest non-cluster kernel",
         "re-reads HBM; when it reads each element once (staged, regs, reread_l2, or a re-read kernel",
         "whose rows in flight fit the L2: cost_model.rereads_from_hbm), its time above the",
@@ -197,7 +212,7 @@ def main() -> None:
         "the seventh session's three runs).",
         "The overheads (T_ctrl + T_replay + T_deposit + T_DSM) count 1/k, k the cluster kernel's CTAs",
         "per SM at once (at least 1): the other CTAs on the SM stream while one waits or replays.",
-        "Where the shipped model is wrong here (T_B / best cluster time; ΔT of its best P):",
+        "Where the shipped model is wrong here (T_B / best cluster time as measured; ΔT of its best P):",
         "",
         *[f"- {w} N = {N}: T_B / cluster {ratio:.3f}, ΔT {delta * 1e3:+.1f} us"
           for w, N, ratio, delta in misses],

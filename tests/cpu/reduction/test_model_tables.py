@@ -96,3 +96,24 @@ def test_dispatch_at_4k_runs_the_fastest_kernel_the_table_timed(monkeypatch):
     assert {w for w, v in picks.items() if v.kind == "triton"} == {
         "lars", "layernorm_bwd", "pearson_bwd", "softmax_bwd", "wvar_bwd"}
     assert picks["quant_int8"].label == "regs_v4_t256"
+
+
+def test_the_measured_winner_comes_from_the_head_to_head_where_there_is_one():
+    from smemkit.reduction.tables import points_from
+
+    record = {k: v for k, v in _load("h200_smemkit.json")["records"][0].items()}
+    best = min(record["cluster_ms"].values())
+    record["baseline_ms"] = best * 0.99  # one timing each: the non-cluster kernel wins
+    (single,) = points_from([record], "test")
+    assert not single.head_to_head and not single.measured_profitable
+    assert not single.single_timing_profitable
+    # head to head, four alternating rounds: the cluster kernel ahead in three, median ratio > 1
+    record["head_to_head"] = {"P": 2, "cluster_wins": 3, "rounds": [
+        {"baseline": 1.02, "cluster": 1.0}, {"baseline": 1.01, "cluster": 1.0},
+        {"baseline": 0.99, "cluster": 1.0}, {"baseline": 1.03, "cluster": 1.0}]}
+    (h2h,) = points_from([record], "test")
+    assert h2h.head_to_head == ((1.02, 1.0), (1.01, 1.0), (0.99, 1.0), (1.03, 1.0))
+    assert h2h.measured_profitable and not h2h.single_timing_profitable
+    record["head_to_head"]["rounds"] = [{"baseline": 0.99, "cluster": 1.0}] * 3 + [
+        {"baseline": 1.2, "cluster": 1.0}]  # one outlier round does not decide
+    assert not points_from([record], "test")[0].measured_profitable
