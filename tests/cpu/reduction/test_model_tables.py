@@ -27,7 +27,7 @@ def test_h100_accuracy_is_the_papers_28_of_30():
     correct = 0
     for point in h100_credit():
         verdict = evaluate(point.shape, profile, point.measured, sizes=(2, 4, 8))
-        measured_win = min(point.cluster_ms.values()) < point.measured.baseline_ms
+        measured_win = point.measured_profitable  # the H100 table has single timings only
         correct += verdict.profitable == measured_win
     assert correct == 28
 
@@ -44,19 +44,19 @@ def test_h200_table_covers_the_30_points():
 
 def test_h200_accuracy_on_the_embedded_table():
     """The shipped model on the embedded H200 run (credit_eval.json of 2026-11-30, ninth
-    session, from the final main): 27 of 30 right, the ablation 19. Every miss is a point the
-    measurement decides by less than 2.5 % (29 of 30 in the run before, same points)."""
+    session, v9: the measured winner by a head to head): 27 of 30 right, the ablation 20. Two
+    misses are ties (median ratio within 0.3 %); softmax_bwd 16K's prediction is ΔT = -0.1 us."""
     profile = builtin_profiles()["h200_sxm"]
     right, wrong, ablation = 0, [], 0
     for p in h200_smemkit():
-        measured_win = min(p.cluster_ms.values()) < p.measured.baseline_ms
+        measured_win = p.measured_profitable
         verdict = evaluate(p.shape, profile, p.measured)
         right += verdict.profitable == measured_win
         if verdict.profitable != measured_win:
             wrong.append((p.workload, p.shape.N, verdict.profitable))
         ablation += evaluate(p.shape, profile, p.measured, ablation=True).profitable == measured_win
-    assert right == 27 and ablation == 19
-    assert wrong == [("layernorm_bwd", 8192, True), ("pearson_bwd", 8192, True), ("wvar_bwd", 4096, False)]
+    assert right == 27 and ablation == 20
+    assert wrong == [("pearson_bwd", 8192, True), ("softmax_bwd", 16384, False), ("wvar_bwd", 4096, False)]
 
 
 def test_dispatch_follows_the_model_on_the_embedded_table():
@@ -79,7 +79,7 @@ def test_dispatch_follows_the_model_on_the_embedded_table():
 
 
 def test_dispatch_at_4k_runs_the_fastest_kernel_the_table_timed(monkeypatch):
-    """Concrete picks of the embedded H200 table at 4K (run_2026-11-30_ninth/v7), Triton
+    """Concrete picks of the embedded H200 table at 4K (run_2026-11-30_ninth/v9), Triton
     installed: smemkit's Triton kernel where it was timed faster than every CUDA kernel, else the
     fastest CUDA one."""
     import importlib.util
@@ -101,7 +101,7 @@ def test_dispatch_at_4k_runs_the_fastest_kernel_the_table_timed(monkeypatch):
 def test_the_measured_winner_comes_from_the_head_to_head_where_there_is_one():
     from smemkit.reduction.tables import points_from
 
-    record = {k: v for k, v in _load("h200_smemkit.json")["records"][0].items()}
+    record = {k: v for k, v in _load("h200_smemkit.json")["records"][0].items() if k != "head_to_head"}
     best = min(record["cluster_ms"].values())
     record["baseline_ms"] = best * 0.99  # one timing each: the non-cluster kernel wins
     (single,) = points_from([record], "test")
