@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import dataclasses
 import json
-import statistics
 import sys
 from pathlib import Path
 
@@ -82,13 +81,6 @@ def figures(ev: dict, base: dict, cross: dict, out_dir: Path) -> list[str]:
     fig.savefig(out_dir / "fig4_crossover.png", dpi=120)
     plt.close(fig)
     return ["fig3_speedup.png", "fig4_crossover.png"]
-
-
-def measured_ratio(p) -> float:
-    """T_B / best cluster time as measured: the head to head's median ratio where there is one."""
-    if p.head_to_head:
-        return statistics.median(b / c for b, c in p.head_to_head)
-    return p.measured.baseline_ms / min(p.cluster_ms.values())
 
 
 def close_call_lines(close: list[tuple[str, int, float]]) -> list[str]:
@@ -166,7 +158,7 @@ def main() -> None:
     cross = crossovers(points, ours[2])
     misses, close = [], []
     for p in points:
-        verdict, ratio = ours[2][(p.workload, p.shape.N)], measured_ratio(p)
+        verdict, ratio = ours[2][(p.workload, p.shape.N)], p.measured_ratio
         if verdict.profitable != p.measured_profitable:
             misses.append((p.workload, p.shape.N, ratio, verdict.best.delta))
         elif abs(ratio - 1) < CLOSE_CALL:
