@@ -94,8 +94,9 @@ def head_to_head(spec, tensors: dict, scalars: dict, baseline: Variant, P: int,
                  rounds: int = HEAD_TO_HEAD_ROUNDS) -> list[dict]:
     """T_B's kernel and the best cluster kernel timed in alternating rounds (``time_both_modes``
     each): the measured winner of Table V. One timing per kernel, taken in different phases of the
-    run, misordered points decided by < 2.5 % (run_2026-11-30_ninth/v8/: the winner there was the
-    same in all six rounds at every such point)."""
+    run, flipped points decided by < 2.5 % between runs; head to head (run_2026-11-30_ninth/v8/)
+    each such point had one winner in all six rounds, though points within ~1 % still move
+    between processes (v9/)."""
     prepared = prepare(spec, tensors, scalars)
     calls = {"baseline": lambda: launch(spec, baseline, prepared),
              "cluster": lambda: run(spec, tensors, scalars, variant="cluster", cluster_size=P)}

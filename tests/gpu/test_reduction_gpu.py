@@ -222,6 +222,9 @@ def test_on_a_side_stream_and_in_a_cuda_graph(variant):
     side = torch.cuda.Stream()
     side.wait_stream(torch.cuda.current_stream())
     with torch.cuda.stream(side):
+        # the poison lands ~25 ms late: a kernel launched on another stream would run first and
+        # be overwritten with NaN
+        torch.cuda._sleep(50_000_000)
         out = poisoned_outputs(name, 64, 4096)
         got = run(BUILTIN[name], tensors, scalars, variant=variant, out=out)
     side.synchronize()
