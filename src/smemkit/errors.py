@@ -29,3 +29,10 @@ def is_int(value: object) -> bool:
     """Whether ``value`` is an integer argument: an ``int`` but not a ``bool`` (which Python
     counts as one, so ``True`` would pass for 1)."""
     return isinstance(value, int) and not isinstance(value, bool)
+
+
+def check_positive_int(label: str, value: object) -> int:
+    """``value`` when it is an integer >= 1, else an InvalidArgumentError naming ``label``."""
+    if not is_int(value) or value < 1:
+        raise InvalidArgumentError(f"{label} must be a positive integer, got {value!r}")
+    return value

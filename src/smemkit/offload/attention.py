@@ -29,7 +29,7 @@ from functools import cache, lru_cache
 
 import torch
 
-from smemkit.errors import InvalidArgumentError, is_int
+from smemkit.errors import InvalidArgumentError, check_positive_int, is_int
 from smemkit.offload import gemv
 from smemkit.offload.pinned import (
     PinnedBuffer,
@@ -98,8 +98,7 @@ def host_seqs_for_ratio(batch: int, ratio: float) -> int:
     """Sequences (of ``batch``) whose KV cache goes to host memory: the last ``round(ratio * B)``
     (ties to fewer). The cache is split by whole sequences, so the realised ratio is a multiple
     of 1/B."""
-    if not is_int(batch) or batch < 1:
-        raise InvalidArgumentError(f"batch must be a positive integer, got {batch!r}")
+    check_positive_int("batch", batch)
     if not isinstance(ratio, (int, float)) or isinstance(ratio, bool) or not math.isfinite(ratio) \
             or not 0.0 <= ratio <= 1.0:
         raise InvalidArgumentError(f"ratio must be a number in [0, 1], got {ratio!r}")
@@ -161,8 +160,7 @@ def plan_attention(batch: int, h_kv: int, group: int, seq_len: int, b_hbm: int, 
     """
     for label, value in (("batch", batch), ("h_kv", h_kv), ("seq_len", seq_len), ("slots", slots),
                          ("host_ctas", host_ctas), ("host_warps", host_warps)):
-        if not is_int(value) or value < 1:
-            raise InvalidArgumentError(f"{label} must be a positive integer, got {value!r}")
+        check_positive_int(label, value)
     if not 0 <= b_hbm <= batch:
         raise InvalidArgumentError(f"b_hbm = {b_hbm} must be in [0, {batch}]")
     if host_warps > HOST_WARPS_MAX:
@@ -454,8 +452,7 @@ class SplitKVCache:
                 scratch: gemv.SplitScratch | None = None) -> AttentionPlan:
         """Load the kernel and reserve the workspace a call with ``num_q_heads`` heads needs, so a
         later call allocates only its output (CUDA-graph capture). Returns the plan."""
-        if not is_int(num_q_heads) or num_q_heads < 1 \
-                or num_q_heads % self.shape[1]:
+        if not is_int(num_q_heads) or num_q_heads < 1 or num_q_heads % self.shape[1]:
             raise InvalidArgumentError(f"num_q_heads must be a positive multiple of {self.shape[1]}, "
                                        f"got {num_q_heads!r}")
         group = num_q_heads // self.shape[1]

@@ -23,7 +23,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass
 from functools import cache
 
-from smemkit.errors import InvalidArgumentError, is_int
+from smemkit.errors import InvalidArgumentError, check_positive_int, is_int
 
 SOURCE = "offload/congestion.cu"
 PROBE_THREADS = 256
@@ -197,8 +197,7 @@ def resolve_host_config(host_ctas: int | None, host_window: int | None, device_i
         units = from_default(d_window) if host_window is None else from_user(host_window)
     else:
         units = from_user(host_window)
-    if not is_int(host_ctas) or host_ctas < 1:
-        raise InvalidArgumentError(f"host_ctas must be a positive integer, got {host_ctas!r}")
+    check_positive_int("host_ctas", host_ctas)
     return host_ctas, units
 
 

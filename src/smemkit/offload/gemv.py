@@ -33,7 +33,7 @@ from functools import cache, lru_cache
 import torch
 from torch import nn
 
-from smemkit.errors import InvalidArgumentError, is_int
+from smemkit.errors import InvalidArgumentError, check_positive_int, is_int
 from smemkit.offload.pinned import WEIGHT_DTYPES, SplitWeight, check_weight
 from smemkit.offload.ring_gemm import host_ring, linear_into, ring_fits, ring_linear
 from smemkit.runtime.compiler import DEFAULT_ARCH, CompiledModule, compile_module, package_source
@@ -249,8 +249,7 @@ def plan_launch(n_rows: int, k: int, batch: int, n_hbm: int, *, slots: int, host
     """
     for label, value in (("n_rows", n_rows), ("k", k), ("slots", slots), ("host_ctas", host_ctas),
                          ("host_steps", host_steps)):
-        if not is_int(value) or value < 1:
-            raise InvalidArgumentError(f"{label} must be a positive integer, got {value!r}")
+        check_positive_int(label, value)
     if k % 8:
         raise InvalidArgumentError(f"K = {k} must be a multiple of 8")
     if not 0 <= n_hbm <= n_rows:
@@ -477,9 +476,8 @@ def plan_for(n: int, k: int, batch: int, n_hbm: int, dtype: torch.dtype, device_
     limit = min(SMEM_PER_BLOCK_OPTIN, int(info.smem_per_block_optin))
     if host_stage == 3:  # plan_launch checks the value itself
         require_sm90(device_index, "host_stage = 3 (host rows bulk-copied with cp.async.bulk)")
-    if ctas_per_sm is not None and (not is_int(ctas_per_sm)
-                                    or ctas_per_sm < 1):
-        raise InvalidArgumentError(f"ctas_per_sm must be a positive integer, got {ctas_per_sm!r}")
+    if ctas_per_sm is not None:
+        check_positive_int("ctas_per_sm", ctas_per_sm)
     # plan_launch checks the arguments and the shared memory (a forced hbm_depth that cannot fit
     # raises there, naming it); this first plan (2 slots) only learns the launch's shared memory.
     probe = plan_launch(n, k, batch, n_hbm, slots=2, host_ctas=host_ctas, host_steps=host_steps,

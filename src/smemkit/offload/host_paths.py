@@ -24,7 +24,7 @@ from dataclasses import asdict, dataclass
 import numpy as np
 import torch
 
-from smemkit.errors import InvalidArgumentError, UnsupportedDeviceError, is_int
+from smemkit.errors import InvalidArgumentError, UnsupportedDeviceError, check_positive_int, is_int
 from smemkit.offload.congestion import bytes_and_span
 
 SOURCE = "offload/host_paths.cu"
@@ -122,8 +122,7 @@ class HostPathProbe:
         from smemkit.runtime.device import require_gpu, require_sm90
         from smemkit.runtime.launch import KernelModule
 
-        if not is_int(host_mib) or host_mib < 1:
-            raise InvalidArgumentError(f"host_mib must be a positive integer, got {host_mib!r}")
+        check_positive_int("host_mib", host_mib)
         self.device_index = require_gpu()
         info = require_sm90(self.device_index, "the host-path probe (bulk and tensor copies)")
         self.smem_limit = info.smem_per_block_optin - 256  # the kernels' static mbarriers

@@ -13,7 +13,7 @@ import json
 from dataclasses import dataclass
 from pathlib import Path
 
-from smemkit.errors import InvalidArgumentError, is_int
+from smemkit.errors import InvalidArgumentError, check_positive_int, is_int
 from smemkit.offload.costmodel import Op
 
 BF16_BYTES = 2
@@ -39,7 +39,7 @@ class ModelConfig:
         for label in ("hidden_size", "intermediate_size", "num_attention_heads", "num_key_value_heads",
                       "num_hidden_layers", "vocab_size", "head_dim", "dtype_bytes"):
             value = getattr(self, label)
-            if not isinstance(value, int) or isinstance(value, bool) or value <= 0:
+            if not is_int(value) or value <= 0:
                 raise InvalidArgumentError(f"model '{self.name}': {label} must be a positive integer, "
                                            f"got {value!r}")
         if self.num_attention_heads % self.num_key_value_heads:
@@ -133,8 +133,7 @@ def decode_ops(cfg: ModelConfig, batch: int, seq: int) -> list[Op]:
     ``4 B L heads head_dim`` FLOPs (QK^T and PV).
     """
     for label, value in (("--batch", batch), ("--seq", seq)):
-        if not isinstance(value, int) or isinstance(value, bool) or value <= 0:
-            raise InvalidArgumentError(f"{label} must be a positive integer, got {value!r}")
+        check_positive_int(label, value)
     d = cfg.dtype_bytes
     h, hd = cfg.hidden_size, cfg.head_dim
     q_dim, kv_dim = cfg.num_attention_heads * hd, cfg.num_key_value_heads * hd

@@ -20,7 +20,7 @@ import torch
 
 from smemkit.errors import InvalidArgumentError
 from smemkit.reduction import autotune as tuning
-from smemkit.reduction.codegen import VARIANTS, Variant
+from smemkit.reduction.codegen import VARIANTS, Variant, parse_variant_name
 from smemkit.reduction.kernels import (
     CLUSTER_SIZES,
     launch,
@@ -113,24 +113,6 @@ def _table_pick(name: str, M: int, N: int, profile_name: str) -> Variant | None:
     if kind == "baseline":
         return variant_from_label(point.measured.baseline_variant, N)
     return Variant(kind, P)
-
-
-def parse_variant_name(name: str) -> tuple[str, int, bool, bool]:
-    """(kind, threads or 0 for the kind's default, prefetch, per_row) of a variant name: what users
-    pass as ``variant=`` ("reread_l2_t512", "staged_pf", "regs_t256") and what ``Variant.label``
-    writes ("reread_l2_t512_rows", "regs_v2_t512": a regs label's held vectors follow from N).
-    Only parses; ``resolve_variant`` says which names are allowed."""
-    prefetch = name.endswith("_pf")  # "staged_pf" / "cluster_pf": persistent, two row buffers
-    name = name.removesuffix("_pf")
-    per_row = name.endswith("_rows")  # "reread_l2_rows", "reread_l2_t512_rows": one CTA per row
-    name = name.removesuffix("_rows")
-    threads = 0
-    base, _, suffix = name.rpartition("_t")  # "reread_l2_t512", "regs_t512": other thread counts
-    if base and suffix.isdigit():
-        name, threads = base, int(suffix)
-    if name.startswith("regs_v"):
-        name = "regs"
-    return name, threads, prefetch, per_row
 
 
 def variant_from_label(label: str, N: int) -> Variant:

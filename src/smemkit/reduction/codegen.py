@@ -127,6 +127,25 @@ class Variant:
                 + ("_control" if self.control else ""))
 
 
+def parse_variant_name(name: str) -> tuple[str, int, bool, bool]:
+    """The inverse of ``Variant.label``: (kind, threads or 0 for the kind's default, prefetch,
+    per_row) of a variant name: what users pass as ``variant=`` ("reread_l2_t512", "staged_pf",
+    "regs_t256") and what ``Variant.label`` writes ("reread_l2_t512_rows", "regs_v2_t512": a
+    regs label's held vectors follow from N). Only parses; ``api.resolve_variant`` says which
+    names are allowed."""
+    prefetch = name.endswith("_pf")  # "staged_pf" / "cluster_pf": persistent, two row buffers
+    name = name.removesuffix("_pf")
+    per_row = name.endswith("_rows")  # "reread_l2_rows", "reread_l2_t512_rows": one CTA per row
+    name = name.removesuffix("_rows")
+    threads = 0
+    base, _, suffix = name.rpartition("_t")  # "reread_l2_t512", "regs_t512": other thread counts
+    if base and suffix.isdigit():
+        name, threads = base, int(suffix)
+    if name.startswith("regs_v"):
+        name = "regs"
+    return name, threads, prefetch, per_row
+
+
 # reread_l2: at most this many 16-byte vectors (4 registers each) a thread loads across the inputs
 # of one pass before consuming any: four per input for one or two inputs, three for three inputs
 # (wvar_bwd, lars: four, 48 registers of buffers, spill 12-32 B at the 64-register bound).

@@ -53,7 +53,7 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 
 from smemkit.hw.profile import DeviceProfile
-from smemkit.reduction.codegen import Variant
+from smemkit.reduction.codegen import Variant, parse_variant_name
 from smemkit.reduction.kernels import CLUSTER_SIZES, L2_BUDGET_FRACTION, smem_per_cta
 from smemkit.reduction.spec import ReductionSpec
 
@@ -91,9 +91,8 @@ def shape_of(spec: ReductionSpec, M: int, N: int) -> KernelShape:
 @dataclass(frozen=True)
 class Measured:
     """The timings the model needs at one shape: T_B and T_ctrl per P (ms), which non-cluster
-    kernel T_B timed (its variant label: ``reread`` re-reads global memory; the others read each
-    element once from HBM, ``reread_t512`` too: it wins only at narrow rows, whose re-reads hit
-    the L2), how many of its CTAs were resident per SM at once, and, when known, the resident
+    kernel T_B timed (its variant label; ``rereads_from_hbm`` says from it whether the kernel
+    re-reads HBM), how many of its CTAs were resident per SM at once, and, when known, the resident
     clusters per P (driver occupancy; otherwise estimated from shared memory) and the time of
     smemkit's Triton kernel at the shape (not a model input: dispatch compares it with the
     model's pick, ``dispatch_choice``)."""
@@ -113,8 +112,7 @@ def rereads_from_hbm(shape: KernelShape, profile: DeviceProfile, measured: Measu
     share ``reread_l2`` sizes its grid by (kernels.L2_BUDGET_FRACTION): then its re-reads hit the
     L2, as ``reread_l2``'s do by construction, and it counts as reading once. Unmeasured residency
     (CREDIT's H100 table) keeps the paper's convention."""
-    label = measured.baseline_variant
-    if not label.startswith("reread") or label.startswith("reread_l2"):
+    if parse_variant_name(measured.baseline_variant)[0] != "reread":
         return False
     if measured.baseline_ctas_per_sm is None:
         return True

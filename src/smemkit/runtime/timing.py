@@ -89,14 +89,14 @@ def time_gpu(fn: Callable[[], object], *, warmup: int = 3, reps: int = 20, graph
              flush_l2: bool = False, warm_ms: float = WARM_MS) -> Timing:
     """Time ``fn`` (which launches GPU work on the current stream) with CUDA events, after
     ``warmup`` calls and ``warm_ms`` of back-to-back calls (module docstring)."""
+    if not math.isfinite(warm_ms):
+        raise InvalidArgumentError(f"warm_ms={warm_ms}: a finite number of milliseconds (0: none)")
     return _time(fn, warmup, reps, graph, _l2_flusher() if flush_l2 else None, warm_ms)
 
 
 def _time(fn: Callable[[], object], warmup: int, reps: int, graph: bool,
           flush: Callable[[], None] | None, warm_ms: float) -> Timing:
     """``time_gpu`` with the L2 flusher given (``time_both_modes`` builds one for both modes)."""
-    if not math.isfinite(warm_ms):
-        raise InvalidArgumentError(f"warm_ms={warm_ms}: a finite number of milliseconds (0: none)")
     for _ in range(warmup):
         fn()
     torch.cuda.synchronize()

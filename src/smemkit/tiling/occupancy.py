@@ -127,8 +127,7 @@ def arch_limits(arch: str) -> ArchLimits:
 
 
 def _check_int(name: str, value, low: int, high: int | None, allowed: str) -> int:
-    if not is_int(value) or value < low or (high is not None
-                                                                                and value > high):
+    if not is_int(value) or value < low or (high is not None and value > high):
         raise InvalidArgumentError(f"{name}={value!r}: must be an integer {allowed}")
     return value
 

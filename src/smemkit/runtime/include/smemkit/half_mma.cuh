@@ -11,7 +11,6 @@
 #error "define SMEMKIT_HALF_BF16 (1 bf16, 0 fp16) before including smemkit/half_mma.cuh"
 #endif
 
-
 namespace smemkit {
 
 __device__ __forceinline__ uint4 zero4() { return make_uint4(0u, 0u, 0u, 0u); }
