@@ -99,3 +99,18 @@ ptxas info    : Used 12 registers, used 0 barriers
     assert usage["a"].registers == 40 and usage["a"].spills and usage["a"].static_smem_bytes == 1024
     assert usage["a"].stack_bytes == 8
     assert usage["b"].registers == 12 and not usage["b"].spills
+
+
+def test_a_second_compile_in_an_empty_cache_still_reports_resources(tmp_path, monkeypatch):
+    """NVRTC 12.9 and newer cache compiled programs themselves, and on their hits ptxas does not run,
+    so the log carries no resources; smemkit switches that cache off (compiler.NVRTC_CACHE_SINCE).
+    The same source compiled twice, each time into an empty smemkit cache, reports its registers
+    both times (on the H200's NVRTC the second log came back empty before)."""
+    source = 'extern "C" __global__ void twice(float* x) { x[threadIdx.x] *= 2.0f; }'
+    usage = []
+    for run in ("first", "second"):
+        monkeypatch.setenv("SMEMKIT_CACHE_DIR", str(tmp_path / run))
+        module = compile_module(source, "twice", arch="sm_90a")
+        assert not module.from_cache
+        usage.append(module.resources.get("twice"))
+    assert usage[0] is not None and usage[0] == usage[1]

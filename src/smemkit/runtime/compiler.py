@@ -97,13 +97,29 @@ def _included_headers(source: str, seen: set[str] | None = None) -> dict[str, st
     return found
 
 
+# NVRTC 12.9 and newer keep their own cache of compiled programs (on disk, shared by processes); on
+# a hit ptxas does not run and the log has no "ptxas info" lines, so the registers and spills smemkit
+# reads from it go missing. Seen on the H200's NVRTC: a kernel compiled a second time on the same
+# machine, in a fresh smemkit cache, came back with an empty log (benchmarks/results/h200/
+# run_2026-11-30_tenth/w7/diag.log). smemkit caches cubins with their logs itself (runtime.cache),
+# so NVRTC's cache is switched off from that version on (`--no-cache`; nvFuser does the same).
+NVRTC_CACHE_SINCE = (12, 9)
+
+
 @cache
-def _tool_versions() -> str:
-    import cuda.core
+def _nvrtc_version() -> tuple[int, int] | None:
     from cuda.bindings import nvrtc
 
     err, major, minor = nvrtc.nvrtcVersion()
-    nvrtc_version = f"{major}.{minor}" if int(err) == 0 else "unknown"
+    return (major, minor) if int(err) == 0 else None
+
+
+@cache
+def _tool_versions() -> str:
+    import cuda.core
+
+    version = _nvrtc_version()
+    nvrtc_version = f"{version[0]}.{version[1]}" if version else "unknown"
     return f"nvrtc={nvrtc_version};cuda.core={cuda.core.__version__};headers={toolkit_header_version()}"
 
 
@@ -139,6 +155,7 @@ def _nvrtc_compile(
         include_path=[str(d) for d in include_dirs()],
         define_macro=[(k, str(v)) for k, v in sorted(defines.items())] or None,
         ptxas_options=["-v", *extra],
+        no_cache=(_nvrtc_version() or (0, 0)) >= NVRTC_CACHE_SINCE,
     )
     log = io.StringIO()
     try:
