@@ -123,9 +123,12 @@ def test_time_gpu_keeps_the_gpu_busy_for_the_warm_up_time_before_timing():
     assert calls[0] - 6 >= 0.3 * 40.0 / max(one, 1e-3), (calls[0], one)  # gaps between batches
 
 
-def read_after(first: str) -> float:
-    """Median time of a plain read of a 32 MB buffer, L2-flushed, timed after one read of it by
-    the kernel ``first`` (read_keep: evict_last loads; read_plain)."""
+def test_a_timing_does_not_find_data_an_earlier_kernel_kept_in_l2():
+    """Lines loaded with an evict_last policy outlive the L2 flush (its writes have normal
+    priority); time_gpu returns them to normal priority first, so a 32 MB buffer that an evict_last
+    read left in L2 reads as slowly as one a plain read left there. One buffer for both (its
+    placement stays out of the comparison), three alternating rounds. Without the reset this
+    measured 0.90x on the H200 (benchmarks/results/h200/run_2026-11-30_tenth/w4/negcheck.log)."""
     from smemkit.runtime.timing import time_gpu
 
     module = KernelModule((Path(__file__).parent / "kernels" / "l2_keep_read.cu").read_text(), "l2_keep_read")
@@ -136,16 +139,10 @@ def read_after(first: str) -> float:
         kernel = module.function(name, ("ptr", "i64", "ptr"))
         kernel.launch(gpu_info(0).sm_count * 8, 256, x, x.numel() // 4, sink)
 
-    read(first)
-    return time_gpu(lambda: read("read_plain"), warmup=0, reps=30, flush_l2=True).median_ms
+    def after(first: str) -> float:
+        read(first)
+        return time_gpu(lambda: read("read_plain"), warmup=0, reps=30, flush_l2=True).median_ms
 
-
-def test_a_timing_does_not_find_data_an_earlier_kernel_kept_in_l2():
-    """Lines loaded with an evict_last policy outlive the L2 flush (its writes have normal
-    priority); time_gpu returns them to normal priority first, so a buffer an evict_last read left
-    in L2 reads as slowly as one a plain read left there. Without the reset this measured 0.88x
-    on the H200 (benchmarks/results/h200/run_2026-11-30_tenth/)."""
-    read_after("read_plain")  # compile and first touch outside the comparison
-    plain = read_after("read_plain")
-    assert read_after("read_keep") >= 0.95 * plain
-
+    after("read_plain")  # compile and first touch outside the comparison
+    ratios = sorted(after("read_keep") / after("read_plain") for _ in range(3))
+    assert ratios[1] >= 0.95, ratios
