@@ -48,14 +48,14 @@ def test_without_triton_dispatch_keeps_the_tables_cuda_pick(monkeypatch):
     from smemkit.reduction.api import _table_pick, model_variant
     from smemkit.reduction.tables import h200_smemkit
 
-    point = next(p for p in h200_smemkit() if (p.workload, p.shape.N) == ("lars", 4096))
+    point = next(p for p in h200_smemkit() if (p.workload, p.shape.N) == ("layernorm_bwd", 4096))
     assert point.measured.triton_ms < point.measured.baseline_ms  # the table's pick is Triton
     real = importlib.util.find_spec
     monkeypatch.setattr(importlib.util, "find_spec",
                         lambda name, *a: None if name == "triton" else real(name, *a))
     _table_pick.cache_clear()
     try:
-        picked = model_variant(BUILTIN["lars"], point.shape.M, 4096, "h200_sxm")
+        picked = model_variant(BUILTIN["layernorm_bwd"], point.shape.M, 4096, "h200_sxm")
     finally:
         _table_pick.cache_clear()
     assert picked == variant_from_label(point.measured.baseline_variant, 4096) != Variant("triton")
