@@ -17,7 +17,8 @@ in L2. Measured on the H200 (benchmarks/results/h200/run_2026-11-30_tenth/): a r
 after the re-read candidates ran 3-6 % faster than after a cluster kernel, at the same SM clock
 and shared-memory carveout; a read of 32 MB after an evict_last read of it ran 0.90x the time
 after a plain read, 0.99x with the reset. With it, the CREDIT calibration's T_B and the head to
-head of the same kernel agree within 1 % at 29 of 30 points (3-6 % apart at five before).
+head of the same kernel agree within 2 % at 30 and 29 of 30 points in two runs (before: 2-6 %
+apart at four points, 1.5 % at a fifth).
 
 ``graph=True`` captures one call in a CUDA graph and times its replays, so the host-side cost
 of launching (Python, argument checks) stays out and the GPU time is what is measured.
