@@ -101,6 +101,61 @@ ptxas info    : Used 12 registers, used 0 barriers
     assert usage["b"].registers == 12 and not usage["b"].spills
 
 
+class FakeProgram:
+    """Stands in for cuda.core.Program: records the options, returns a log set by the test."""
+
+    options = None
+    log = ""
+
+    def __init__(self, source, code_type, options):
+        FakeProgram.options = options
+
+    def compile(self, target, logs=None):
+        logs.write(FakeProgram.log)
+        return type("Obj", (), {"code": b"cubin"})()
+
+
+@pytest.mark.parametrize("version,expected", [((13, 0), True), ((12, 9), True), ((12, 8), False),
+                                               (None, False)])
+def test_nvrtcs_own_cache_is_switched_off_from_12_9(monkeypatch, version, expected):
+    """NVRTC 12.9 and newer cache compiled programs themselves; on their hits ptxas does not run
+    and the log has no resource lines (on the H200: a second compile of a kernel on the machine,
+    benchmarks/results/h200/run_2026-11-30_tenth/w7/diag.log), so smemkit passes --no-cache."""
+    import cuda.core
+
+    from smemkit.runtime import compiler
+
+    monkeypatch.setattr(cuda.core, "Program", FakeProgram)
+    monkeypatch.setattr(compiler, "nvrtc_version", lambda: version)
+    FakeProgram.log = "ptxas info    : Compiling entry function 'k' for 'sm_90a'\n"
+    compiler._nvrtc_compile("", "k", "sm_90a", {}, ())
+    assert bool(FakeProgram.options.no_cache) is expected
+
+
+def test_a_log_without_resources_is_an_error_and_is_not_cached(monkeypatch, isolated_cache):
+    import cuda.core
+
+    from smemkit.runtime import cache as disk_cache
+    from smemkit.runtime.compiler import cache_key
+
+    monkeypatch.setattr(cuda.core, "Program", FakeProgram)
+    FakeProgram.log = "k(3): warning #177-D: variable declared but never referenced\n"
+    with pytest.raises(CompileError, match="no ptxas resource lines"):
+        compile_module("// no resources", "empty_log", arch="sm_90a")
+    assert disk_cache.load(cache_key("// no resources", "sm_90a", {}, ())) is None
+
+
+def test_a_cached_entry_without_resources_is_compiled_again(isolated_cache):
+    """Entries stored while NVRTC's cache was on may hold logs without ptxas' lines."""
+    from smemkit.runtime import cache as disk_cache
+    from smemkit.runtime.compiler import cache_key
+
+    source = 'extern "C" __global__ void again(float* x) { x[threadIdx.x] += 3.0f; }'
+    disk_cache.store(cache_key(source, "sm_90a", {}, ()), disk_cache.CacheEntry(b"stale", {"log": ""}))
+    module = compile_module(source, "again", arch="sm_90a")
+    assert not module.from_cache and module.cubin != b"stale" and "again" in module.resources
+
+
 def test_a_second_compile_in_an_empty_cache_still_reports_resources(tmp_path, monkeypatch):
     """NVRTC 12.9 and newer cache compiled programs themselves, and on their hits ptxas does not run,
     so the log carries no resources; smemkit switches that cache off (compiler.NVRTC_CACHE_SINCE).

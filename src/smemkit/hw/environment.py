@@ -9,6 +9,7 @@ import subprocess
 import torch
 
 import smemkit
+from smemkit.runtime.compiler import nvrtc_version
 
 
 def _nvidia_smi(query: str) -> str | None:
@@ -39,13 +40,8 @@ def software_versions() -> dict[str, str | None]:
             versions[module] = __import__(module, fromlist=["__version__"]).__version__
         except (ImportError, AttributeError):
             versions[module] = None
-    try:
-        from cuda.bindings import nvrtc
-
-        _, major, minor = nvrtc.nvrtcVersion()
-        versions["nvrtc"] = f"{major}.{minor}"
-    except Exception:  # no NVRTC library found: compile paths will say so themselves
-        versions["nvrtc"] = None
+    nvrtc = nvrtc_version()
+    versions["nvrtc"] = f"{nvrtc[0]}.{nvrtc[1]}" if nvrtc else None
     return versions
 
 

@@ -107,10 +107,14 @@ NVRTC_CACHE_SINCE = (12, 9)
 
 
 @cache
-def _nvrtc_version() -> tuple[int, int] | None:
-    from cuda.bindings import nvrtc
+def nvrtc_version() -> tuple[int, int] | None:
+    """(major, minor) of the NVRTC library cuda.bindings loads; None when it cannot be loaded."""
+    try:
+        from cuda.bindings import nvrtc
 
-    err, major, minor = nvrtc.nvrtcVersion()
+        err, major, minor = nvrtc.nvrtcVersion()
+    except Exception:  # no NVRTC library found: compiling will say so itself
+        return None
     return (major, minor) if int(err) == 0 else None
 
 
@@ -118,9 +122,9 @@ def _nvrtc_version() -> tuple[int, int] | None:
 def _tool_versions() -> str:
     import cuda.core
 
-    version = _nvrtc_version()
-    nvrtc_version = f"{version[0]}.{version[1]}" if version else "unknown"
-    return f"nvrtc={nvrtc_version};cuda.core={cuda.core.__version__};headers={toolkit_header_version()}"
+    version = nvrtc_version()
+    nvrtc = f"{version[0]}.{version[1]}" if version else "unknown"
+    return f"nvrtc={nvrtc};cuda.core={cuda.core.__version__};headers={toolkit_header_version()}"
 
 
 def _key_material(arch: str, defines: dict[str, object], extra: tuple[str, ...]) -> str:
@@ -155,7 +159,7 @@ def _nvrtc_compile(
         include_path=[str(d) for d in include_dirs()],
         define_macro=[(k, str(v)) for k, v in sorted(defines.items())] or None,
         ptxas_options=["-v", *extra],
-        no_cache=(_nvrtc_version() or (0, 0)) >= NVRTC_CACHE_SINCE,
+        no_cache=(nvrtc_version() or (0, 0)) >= NVRTC_CACHE_SINCE,
     )
     log = io.StringIO()
     try:
@@ -182,17 +186,31 @@ def compile_module(
     """
     defines = dict(defines or {})
     key = cache_key(source, arch, defines, ptxas_options)
-    hit = disk_cache.load(key)
+    hit = _usable(disk_cache.load(key))
     if hit is None:
         with disk_cache.locked(key):
-            hit = disk_cache.load(key)  # another process may have finished while we waited
+            hit = _usable(disk_cache.load(key))  # another process may have finished meanwhile
             if hit is None:
                 cubin, log = _nvrtc_compile(source, label, arch, defines, ptxas_options)
+                resources = parse_ptxas_log(log)
+                if not resources:
+                    raise CompileError(
+                        f"NVRTC compiled kernel module '{label}' for {arch} but its log has no ptxas "
+                        f"resource lines (registers, spills) to check; log:\n{log}"
+                    )
                 disk_cache.store(key, disk_cache.CacheEntry(cubin, {"label": label, "arch": arch,
                                                                     "log": log}))
-                return CompiledModule(label, arch, cubin, log, parse_ptxas_log(log))
+                return CompiledModule(label, arch, cubin, log, resources)
     log = hit.meta.get("log", "")
     return CompiledModule(label, arch, hit.cubin, log, parse_ptxas_log(log), from_cache=True)
+
+
+def _usable(entry: disk_cache.CacheEntry | None) -> disk_cache.CacheEntry | None:
+    """A cache entry, unless its log lacks ptxas' resource lines: entries stored before NVRTC's
+    own cache was switched off can hold such logs (NVRTC_CACHE_SINCE); they are compiled again."""
+    if entry is None or not parse_ptxas_log(entry.meta.get("log", "")):
+        return None
+    return entry
 
 
 def arch_for_capability(major: int, minor: int) -> str:
