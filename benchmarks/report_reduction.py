@@ -14,6 +14,9 @@ from reduction import OURS  # benchmarks/reduction.py, beside this script
 
 ROOT = Path(__file__).resolve().parent.parent
 CLUSTER_BAR, CLUSTER_BAR_64K = 3.6, 3.75
+# CUDA event times are float32 milliseconds and a median of an even count averages two of them:
+# medians closer than this (relative) are the same measurement, a tie, which is not slower.
+SAME_MEDIAN = 1e-6
 BASELINES = ("eager", "compile", "compile_max", "triton")
 # our kernels as benchmarks/reduction.py names them (one list: a variant added there is reported here)
 CLUSTER = tuple(dict.fromkeys(m for m, P in OURS if P))
@@ -68,13 +71,14 @@ def build(results: dict) -> str:
             missed += verdict != "met"
         nc = max((r for r in recs if r["variant"] in NON_CLUSTER), key=lambda r: r["eff_tbps"])
         comp = next(r for r in recs if r["variant"] == "compile")
-        ok = nc["ms"] <= comp["ms"]
+        tie = abs(nc["ms"] - comp["ms"]) <= SAME_MEDIAN * comp["ms"]
+        ok = tie or nc["ms"] < comp["ms"]
         nc_ok += ok
         nc_bad += not ok
         best_cluster = "-" if cluster is None else f"{cluster['eff_tbps']:.2f} ({label(cluster)})"
         lines.append(f"| {name} | {N} | " + " | ".join(cells) + f" | {best_cluster} | {verdict} | "
                      f"{label(nc)} {nc['eff_tbps']:.2f} vs {comp['eff_tbps']:.2f}: "
-                     f"{'not slower' if ok else 'slower'} |")
+                     f"{'tie (the same median)' if tie else 'not slower' if ok else 'slower'} |")
     worst = max(r["rel_err"] for recs in by.values() for r in recs)
     codes = max((r.get("max_code_diff") or 0) for recs in by.values() for r in recs)
     lines += [
