@@ -216,7 +216,8 @@ def _autotuned(spec: ReductionSpec, prepared, device: torch.device) -> Variant:
                                 prefetch=True)
 
     def time_ms(v: Variant) -> float:
-        return time_gpu(lambda: launch(spec, v, prepared), warmup=2, reps=10, graph=True).median_ms
+        with torch.cuda.device(index):  # events, flush and stream of the tensors' GPU
+            return time_gpu(lambda: launch(spec, v, prepared), warmup=2, reps=10, graph=True).median_ms
 
     return tuning.tuned_variant(spec, prepared.M, prepared.N, info.name, candidates, time_ms)
 
