@@ -655,20 +655,21 @@ def main(argv: list[str] | None = None) -> int:
     driver_report = None
     sass = None
     if not args.dry_run:
-        workdir = Path(tempfile.mkdtemp(prefix="tiling_validate_"))
-        ncu = None if args.no_ncu else find_ncu(args.ncu)
-        if ncu is None:
-            ncu_info = {"skipped": "--no-ncu" if args.no_ncu else "ncu not found"}
-        else:
-            print(f"profiling {len(kernels) + 1} kernels with {ncu} ...", flush=True)
-            ncu_info = run_ncu(ncu, args.only, args.ncu_timeout, workdir)
-            driver_report = ncu_info.pop("driver", None)
-        if driver_report is None:
-            driver_report = run_driver_plain(args.only, workdir, 600)
-        if args.keep:
-            args.keep.mkdir(parents=True, exist_ok=True)
-            for f in workdir.iterdir():
-                shutil.copy(f, args.keep / f.name)
+        with tempfile.TemporaryDirectory(prefix="tiling_validate_") as tmp:
+            workdir = Path(tmp)
+            ncu = None if args.no_ncu else find_ncu(args.ncu)
+            if ncu is None:
+                ncu_info = {"skipped": "--no-ncu" if args.no_ncu else "ncu not found"}
+            else:
+                print(f"profiling {len(kernels) + 1} kernels with {ncu} ...", flush=True)
+                ncu_info = run_ncu(ncu, args.only, args.ncu_timeout, workdir)
+                driver_report = ncu_info.pop("driver", None)
+            if driver_report is None:
+                driver_report = run_driver_plain(args.only, workdir, 600)
+            if args.keep:
+                args.keep.mkdir(parents=True, exist_ok=True)
+                for f in workdir.iterdir():
+                    shutil.copy(f, args.keep / f.name)
         sass = sass_counts(module.cubin)
     results = ncu_info.get("results") or {}
     baseline = _metrics_by_key(results.get(BASELINE_KERNEL))

@@ -664,17 +664,18 @@ def main(argv: list[str] | None = None) -> int:
             if ncu is None:
                 ncu_info = {"skipped": "ncu not found"}
             else:
-                workdir = Path(tempfile.mkdtemp(prefix="tiling_worked_example_"))
-                spec = workdir / "spec.json"
-                spec.write_text(json.dumps({"problem": [problem.M, problem.N, problem.K], "seed": args.seed,
-                                            "variants": [{"name": v.name, "layout": layout_to_json(v.layout)}
-                                                         for v in variants]}))
-                print(f"profiling {len(variants)} kernels with {ncu} ...", flush=True)
-                ncu_info = run_ncu(ncu, spec, workdir, args.ncu_timeout)
-                if args.keep:
-                    args.keep.mkdir(parents=True, exist_ok=True)
-                    for f in workdir.iterdir():
-                        shutil.copy(f, args.keep / f.name)
+                with tempfile.TemporaryDirectory(prefix="tiling_worked_example_") as tmp:
+                    workdir = Path(tmp)
+                    spec = workdir / "spec.json"
+                    layouts = [{"name": v.name, "layout": layout_to_json(v.layout)} for v in variants]
+                    spec.write_text(json.dumps({"problem": [problem.M, problem.N, problem.K],
+                                                "seed": args.seed, "variants": layouts}))
+                    print(f"profiling {len(variants)} kernels with {ncu} ...", flush=True)
+                    ncu_info = run_ncu(ncu, spec, workdir, args.ncu_timeout)
+                    if args.keep:
+                        args.keep.mkdir(parents=True, exist_ok=True)
+                        for f in workdir.iterdir():
+                            shutil.copy(f, args.keep / f.name)
     results = ncu_info.pop("results", None) or {}
     records = []
     for v in variants:
