@@ -140,19 +140,25 @@ def _chunk(ptr, offs, mask, cached, other, ONE: tl.constexpr, LAST: tl.constexpr
 
 
 @triton.jit
+def _resident(ptr, offs, mask, other, ONE: tl.constexpr):
+    """One input's row (``ptr`` at its start) loaded once when it fits in one BLOCK (ONE); else a
+    placeholder, which ``_chunk`` reads only on the ONE path."""
+    if ONE:
+        v = tl.load(ptr + offs, mask=mask, other=other)
+    else:
+        v = 0.0
+    return v
+
+
+@triton.jit
 def _layernorm_bwd_kernel(X, DY, GAMMA, DX, N, eps, BLOCK: tl.constexpr, ONE: tl.constexpr):
     row = tl.program_id(0).to(tl.int64)
     base = row * N
     cols = tl.arange(0, BLOCK)
-    if ONE:
-        m1 = cols < N
-        x1 = tl.load(X + base + cols, mask=m1, other=0.0)
-        dy1 = tl.load(DY + base + cols, mask=m1, other=0.0)
-        gam1 = tl.load(GAMMA + cols, mask=m1, other=0.0)
-    else:  # placeholders: only the ONE path reads them
-        x1 = 0.0
-        dy1 = 0.0
-        gam1 = 0.0
+    m1 = cols < N
+    x1 = _resident(X + base, cols, m1, 0.0, ONE)
+    dy1 = _resident(DY + base, cols, m1, 0.0, ONE)
+    gam1 = _resident(GAMMA, cols, m1, 0.0, ONE)
     # stage 1: mean
     acc_x = tl.zeros([BLOCK], dtype=tl.float32)
     for start in range(0, N, BLOCK):
@@ -197,15 +203,10 @@ def _wvar_bwd_kernel(X, W, DY, DX, N, eps, BLOCK: tl.constexpr, ONE: tl.constexp
     row = tl.program_id(0).to(tl.int64)
     base = row * N
     cols = tl.arange(0, BLOCK)
-    if ONE:
-        m1 = cols < N
-        x1 = tl.load(X + base + cols, mask=m1, other=0.0)
-        w1 = tl.load(W + base + cols, mask=m1, other=0.0)
-        dy1 = tl.load(DY + base + cols, mask=m1, other=0.0)
-    else:  # placeholders: only the ONE path reads them
-        x1 = 0.0
-        w1 = 0.0
-        dy1 = 0.0
+    m1 = cols < N
+    x1 = _resident(X + base, cols, m1, 0.0, ONE)
+    w1 = _resident(W + base, cols, m1, 0.0, ONE)
+    dy1 = _resident(DY + base, cols, m1, 0.0, ONE)
     # stage 1: W = sum(w), sum(w * x), sum(dy)
     acc_w = tl.zeros([BLOCK], dtype=tl.float32)
     acc_wx = tl.zeros([BLOCK], dtype=tl.float32)
@@ -254,13 +255,9 @@ def _pearson_bwd_kernel(X, Y, G, DX, DYO, N, BLOCK: tl.constexpr, ONE: tl.conste
     row = tl.program_id(0).to(tl.int64)
     base = row * N
     cols = tl.arange(0, BLOCK)
-    if ONE:
-        m1 = cols < N
-        x1 = tl.load(X + base + cols, mask=m1, other=0.0)
-        y1 = tl.load(Y + base + cols, mask=m1, other=0.0)
-    else:  # placeholders: only the ONE path reads them
-        x1 = 0.0
-        y1 = 0.0
+    m1 = cols < N
+    x1 = _resident(X + base, cols, m1, 0.0, ONE)
+    y1 = _resident(Y + base, cols, m1, 0.0, ONE)
     # stage 1: means, one loop per input (each CTA streams one row of one input at a time)
     acc_x = tl.zeros([BLOCK], dtype=tl.float32)
     for start in range(0, N, BLOCK):
@@ -314,13 +311,9 @@ def _softmax_bwd_kernel(Z, DY, DZ, N, BLOCK: tl.constexpr, ONE: tl.constexpr):
     row = tl.program_id(0).to(tl.int64)
     base = row * N
     cols = tl.arange(0, BLOCK)
-    if ONE:
-        m1 = cols < N
-        z1 = tl.load(Z + base + cols, mask=m1, other=float("-inf"))
-        dy1 = tl.load(DY + base + cols, mask=m1, other=0.0)
-    else:  # placeholders: only the ONE path reads them
-        z1 = 0.0
-        dy1 = 0.0
+    m1 = cols < N
+    z1 = _resident(Z + base, cols, m1, float("-inf"), ONE)
+    dy1 = _resident(DY + base, cols, m1, 0.0, ONE)
     # stage 1: row max; acc_nan is NaN in a lane iff that lane saw a NaN (tl.maximum may drop NaN)
     acc_m = tl.full([BLOCK], float("-inf"), dtype=tl.float32)
     acc_nan = tl.zeros([BLOCK], dtype=tl.float32)
@@ -360,13 +353,9 @@ def _lars_kernel(W, G, V, WO, VO, N, lr, momentum, weight_decay, eta,
     row = tl.program_id(0).to(tl.int64)
     base = row * N
     cols = tl.arange(0, BLOCK)
-    if ONE:
-        m1 = cols < N
-        w1 = tl.load(W + base + cols, mask=m1, other=0.0)
-        g1 = tl.load(G + base + cols, mask=m1, other=0.0)
-    else:  # placeholders: only the ONE path reads them
-        w1 = 0.0
-        g1 = 0.0
+    m1 = cols < N
+    w1 = _resident(W + base, cols, m1, 0.0, ONE)
+    g1 = _resident(G + base, cols, m1, 0.0, ONE)
     # stage 1: squared norms
     acc_w = tl.zeros([BLOCK], dtype=tl.float32)
     acc_g = tl.zeros([BLOCK], dtype=tl.float32)
@@ -399,11 +388,8 @@ def _quant_int8_kernel(X, Q, S, N, BLOCK: tl.constexpr, ONE: tl.constexpr, USE_R
     row = tl.program_id(0).to(tl.int64)
     base = row * N
     cols = tl.arange(0, BLOCK)
-    if ONE:
-        m1 = cols < N
-        x1 = tl.load(X + base + cols, mask=m1, other=0.0)
-    else:  # placeholders: only the ONE path reads them
-        x1 = 0.0
+    m1 = cols < N
+    x1 = _resident(X + base, cols, m1, 0.0, ONE)
     # stage 1: max|x|, NaN if the row has a NaN
     acc_m = tl.zeros([BLOCK], dtype=tl.float32)
     acc_nan = tl.zeros([BLOCK], dtype=tl.float32)
