@@ -176,7 +176,9 @@ def static_smem_bytes(spec: ReductionSpec, variant: Variant) -> int:
     """Shared memory the kernel declares statically (barriers in the staged kinds, exchange
     slots, reduce scratch)."""
     q = [len(s.stats) for s in spec.stages]
-    barriers = 8 * (3 + 2 * len(q)) if variant.staged else 0
+    # row staging (one, or one per staged input: generate's split_wait), column staging, two per
+    # stage; one more row barrier with prefetch: an upper bound of what generate declares
+    barriers = 8 * (2 + 2 * len(q) + max(1, len(spec.staged_inputs) - 1)) if variant.staged else 0
     raw = barriers + 8 * variant.P * sum(q) + 4 * (variant.threads // 32) * max(q)
     return (raw + 127) // 128 * 128 + 128  # ptxas pads each array and rounds the total to 128 B
 
@@ -257,11 +259,22 @@ def generate(spec: ReductionSpec, variant: Variant, min_blocks: int | None = Non
     ns = len(staged)
     n_bars = 2 + 2 * len(q) + (1 if variant.prefetch else 0)
     second_buffer_bar = 2 + 2 * len(q)
+    # One staging barrier per staged input when the first pass reads only some of them, so that
+    # each pass waits for its own inputs: layernorm_bwd's stage 1 (x) and its exchange run while dy
+    # still arrives. Measured on the H200 (run_2026-11-30_eleventh/x2/sw.log, best P): layernorm_bwd
+    # 3.56 -> 3.76 TB/s at 64K, wvar_bwd 4.15 -> 4.33, softmax_bwd 4.18 -> 4.24; the staged kernels
+    # +13-17 % at 16K. Where the first pass reads every staged input, one barrier (as before).
+    split_wait = not variant.prefetch and ns > 1 and len(set(staged) & set(spec.pass_inputs[0])) < ns
+    row_bar = [n_bars + i - 1 if i and split_wait else 0 for i in range(ns)]
+    if split_wait:
+        n_bars += ns - 1
+    waited: set[str] = set()  # staged inputs the row's passes so far have waited for
     w("  extern __shared__ __align__(128) float4 stage_buf[];")
     if variant.staged:  # bulk copies and exchanges complete on mbarriers; the other kinds use none
         w(f"  __shared__ __align__(8) u64 bars[{n_bars}];  // [0] row staging, [1] column staging, "
           "[2 + 2l + parity] exchange of stage l" + (f", [{second_buffer_bar}] second row buffer"
-                                                      if variant.prefetch else ""))
+                                                      if variant.prefetch else "")
+          + "".join(f", [{row_bar[i]}] staging of {n}" for i, n in enumerate(staged) if row_bar[i]))
     w(f"  __shared__ float slots[{2 * P * nq}];  // [row parity][stage][rank][q] partials")
     w("  __shared__ float red[NWARPS * QMAX];")
     w("  const int _rank = P > 1 ? static_cast<int>(cluster_ctarank()) : 0;")
@@ -308,13 +321,20 @@ def generate(spec: ReductionSpec, variant: Variant, min_blocks: int | None = Non
         w(f"{indent}{{")
         w(f"{indent}  const Slice _sn = make_slice({row}, N, _rank, P);")
         w(f"{indent}  float4* const _dst = stage_buf + ({buf}) * {ns} * _cap;")
-        bar = f"bars[({buf}) ? {second_buffer_bar} : 0]" if variant.prefetch else "bars[0]"
-        w(f"{indent}  const u32 _bar = smem_u32(&{bar});")
+        if not split_wait:
+            bar = f"bars[({buf}) ? {second_buffer_bar} : 0]" if variant.prefetch else "bars[0]"
+            w(f"{indent}  const u32 _bar = smem_u32(&{bar});")
         w(f"{indent}  if (threadIdx.x == 0) {{")
         w(f"{indent}    fence_proxy_async_shared();")
-        w(f"{indent}    mbarrier_arrive_expect_tx(_bar, {ns}u * _sn.nfull * 16u);")
-        for i, n in enumerate(staged):
-            w(f"{indent}    stage_full_vectors(_dst + {i} * _cap, p_{n}, _sn, _bar);")
+        if split_wait:
+            for i, n in enumerate(staged):
+                bar_n = f"smem_u32(&bars[{row_bar[i]}])"
+                w(f"{indent}    mbarrier_arrive_expect_tx({bar_n}, _sn.nfull * 16u);  // {n}")
+                w(f"{indent}    stage_full_vectors(_dst + {i} * _cap, p_{n}, _sn, {bar_n});")
+        else:
+            w(f"{indent}    mbarrier_arrive_expect_tx(_bar, {ns}u * _sn.nfull * 16u);")
+            for i, n in enumerate(staged):
+                w(f"{indent}    stage_full_vectors(_dst + {i} * _cap, p_{n}, _sn, _bar);")
         for n in prefetched:
             w(f"{indent}    prefetch_full_vectors_l2(p_{n}, _sn);  // read once, from the L2")
         w(f"{indent}  }}")
@@ -367,7 +387,8 @@ def generate(spec: ReductionSpec, variant: Variant, min_blocks: int | None = Non
             w(f"  // stage the row slice of {', '.join(staged)} in shared memory (bulk copy + partial ends)")
             stage_row("_row", "0")
             w("  __syncthreads();")
-            w("  mbarrier_wait_parity(smem_u32(&bars[0]), _it & 1);")
+            if not split_wait:  # else each pass waits for its own inputs
+                w("  mbarrier_wait_parity(smem_u32(&bars[0]), _it & 1);")
 
     row_names = {*spec.row_inputs, *spec.scalar_names, "N"}
     hoisted: dict[str, str] = {}
@@ -393,6 +414,12 @@ def generate(spec: ReductionSpec, variant: Variant, min_blocks: int | None = Non
         if variant.control:  # the control kernel keeps launch, barriers and exchanges only
             return
         used = spec.inputs_used(texts)
+        if split_wait:
+            for n in used:
+                if n in staged and n not in waited:
+                    waited.add(n)
+                    w(f"  mbarrier_wait_parity(smem_u32(&bars[{row_bar[staged.index(n)]}]), _it & 1);  "
+                      f"// {n} staged")
         let_names = []
         for t in texts:
             let_names += [n for n in spec.let_closure(t) if n not in let_names]

@@ -109,6 +109,22 @@ def test_read_once_inputs_prefetched_and_mbarriers_only_where_used(variant):
     assert "prefetch_full_vectors_l2" not in generate(BUILTIN["softmax_bwd"], variant)
 
 
+@pytest.mark.parametrize("variant", [Variant("staged"), Variant("cluster", 8)], ids=lambda v: v.label)
+def test_each_pass_waits_only_for_the_staged_inputs_it_reads(variant):
+    """A staged input the first pass does not read gets its own staging barrier, waited for by
+    the first pass that reads it (layernorm_bwd: x before stage 1, dy before stage 2); a spec whose
+    first pass reads every staged input (lars: w, g) keeps one barrier for the row."""
+    src = generate(BUILTIN["layernorm_bwd"], variant)
+    stage1, stage2 = src.index("// ---- stage 1"), src.index("// ---- stage 2")
+    wait_x, wait_dy = src.index("_it & 1);  // x staged"), src.index("_it & 1);  // dy staged")
+    assert wait_x < src.index("for (int _i", stage1) < stage2 < wait_dy < src.index("for (int _i", stage2)
+    assert src.count("_sn.nfull * 16u);  // ") == 2  # one expected byte count per staged input
+    lars = generate(BUILTIN["lars"], variant)
+    assert "staged\n" not in lars and lars.count("mbarrier_wait_parity(smem_u32(&bars[0]), _it & 1);") == 1
+    prefetch = generate(BUILTIN["layernorm_bwd"], Variant(variant.kind, variant.P, prefetch=True))
+    assert "// dy staged" not in prefetch  # two row buffers: one barrier each, as before
+
+
 def test_looped_reread_is_built_for_occupancy():
     """reread_t512: element loop not unrolled; three CTAs per SM (a 42-register cap), or two
     where this NVRTC would spill at three (kernels.kernel_source)."""
