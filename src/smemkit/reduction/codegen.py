@@ -264,10 +264,10 @@ def generate(spec: ReductionSpec, variant: Variant, min_blocks: int | None = Non
     # still arrives. Measured on the H200 (run_2026-11-30_eleventh/x2/sw.log, best P): layernorm_bwd
     # 3.56 -> 3.76 TB/s at 64K, wvar_bwd 4.15 -> 4.33, softmax_bwd 4.18 -> 4.24; the staged kernels
     # +13-17 % at 16K. Where the first pass reads every staged input, one barrier (as before).
-    split_wait = not variant.prefetch and ns > 1 and len(set(staged) & set(spec.pass_inputs[0])) < ns
+    split_wait = variant.staged and not variant.prefetch and bool(spec.staged_late)
     row_bar = [n_bars + i - 1 if i and split_wait else 0 for i in range(ns)]
     if split_wait:
-        n_bars += ns - 1
+        n_bars += max(ns - 1, 0)
     waited: set[str] = set()  # staged inputs the row's passes so far have waited for
     w("  extern __shared__ __align__(128) float4 stage_buf[];")
     if variant.staged:  # bulk copies and exchanges complete on mbarriers; the other kinds use none

@@ -25,7 +25,11 @@ Every term is a time in milliseconds for the whole (M, N) problem:
   memory and exchanges, over a one-CTA control (measured; see ``control`` variants in codegen);
 - W(M, P) (Eq. 8): sequential cluster waves, ceil(M / resident clusters);
 - T_replay (Eq. 8): re-reading the staged slice from shared memory, W x ceil(N/P) x b_keep /
-  (f x local read rate);
+  (f x local read rate), less the share of the slice the first pass reads while the staged inputs
+  it does not read still arrive (smemkit's kernels wait per input there: ``spec.staged_late``;
+  the stream of the rest at HBM speed outlasts that shared-memory read). smemkit's extension,
+  made with the per-input barriers (eleventh session): their cluster kernels beat T_B at
+  wvar_bwd / softmax_bwd 16K by 4.5 / 2.5 % where the whole replay predicted a loss;
 - T_deposit: the part of the staging store not hidden under the input stream,
   W x slice bytes x max(1/local store rate - 1/per-SM source rate, 0) / f;
 - T_DSM (Eq. 8): remote stores of the partials, W x s x (P - 1) x sum(q_l) / (f x remote store rate);
@@ -79,13 +83,15 @@ class KernelShape:
     keep_bytes: float
     stats: tuple[int, ...]
     smem_per_cta: Callable[[int], int]
+    early_replay_share: float = 0.0  # of the staged slice, replayed under the stream of the rest
 
 
 def shape_of(spec: ReductionSpec, M: int, N: int) -> KernelShape:
     """The kernel shape of a spec's generated variants."""
     b = spec.bytes
+    early = 1 - len(spec.staged_late) / len(spec.staged_inputs) if spec.staged_late else 0.0
     return KernelShape(M, N, b.baseline, b.reread, b.keep, b.stats_per_stage,
-                       lambda P: smem_per_cta(spec, Variant("cluster", P), N))
+                       lambda P: smem_per_cta(spec, Variant("cluster", P), N), early)
 
 
 @dataclass(frozen=True)
@@ -219,7 +225,8 @@ def evaluate(shape: KernelShape, profile: DeviceProfile, measured: Measured,
             t_deposit = waves * slice_bytes / (f_hz * prim.local_store_bpc) * 1e3
         else:
             t_deposit = waves * slice_bytes * excess / f_hz * 1e3
-        t_replay = waves * slice_bytes / (f_hz * prim.local_read_bpc) * 1e3
+        replayed = slice_bytes * (1.0 if ablation else 1.0 - shape.early_replay_share)
+        t_replay = waves * replayed / (f_hz * prim.local_read_bpc) * 1e3
         t_dsm = waves * SCALAR_BYTES * (P - 1) * sum(shape.stats) / (f_hz * prim.remote_store_bpc) * 1e3
         # k: the clusters at once (the resident ones, or M when fewer rows) x P over the SMs
         k = 1.0 if ablation else max(min(resident, M) * P / profile.sm_count, 1.0)

@@ -144,6 +144,13 @@ class ReductionSpec:
         return tuple(n for n in self.inputs if counts[n] >= 2)
 
     @cached_property
+    def staged_late(self) -> tuple[str, ...]:
+        """Staged inputs the first pass does not read. When there are any, the staged kernels give
+        each staged input its own staging barrier, so the first pass and its exchange run while
+        these still arrive (codegen.generate; layernorm_bwd's dy)."""
+        return tuple(n for n in self.staged_inputs if n not in self.pass_inputs[0])
+
+    @cached_property
     def kernel_support(self) -> str | None:
         """None when smemkit can generate kernels for the spec, else why not."""
         ops = {s.op for st in self.stages for s in st.stats}

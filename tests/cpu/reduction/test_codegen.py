@@ -1,5 +1,7 @@
 """Generated kernels: every variant of every built-in compiles for sm_90a without spills."""
 
+import re
+
 import pytest
 
 from smemkit.errors import InvalidArgumentError
@@ -123,6 +125,26 @@ def test_each_pass_waits_only_for_the_staged_inputs_it_reads(variant):
     assert "staged\n" not in lars and lars.count("mbarrier_wait_parity(smem_u32(&bars[0]), _it & 1);") == 1
     prefetch = generate(BUILTIN["layernorm_bwd"], Variant(variant.kind, variant.P, prefetch=True))
     assert "// dy staged" not in prefetch  # two row buffers: one barrier each, as before
+
+
+@pytest.mark.parametrize("name", ["layernorm_bwd", "wvar_bwd", "softmax_bwd"])
+@pytest.mark.parametrize("variant", [Variant("staged"), Variant("cluster", 4)], ids=lambda v: v.label)
+def test_per_input_staging_barriers_are_distinct_and_declared(name, variant):
+    """Each staged input completes on its own barrier, the one its first reader waits on: [0] or
+    past the exchange barriers [2 + 2l + parity], inside the declared array (also in the control
+    twin, which declares the same barriers)."""
+    spec = BUILTIN[name]
+    src = generate(spec, variant)
+    declared = int(re.search(r"u64 bars\[(\d+)\]", src).group(1))
+    bar = r"\(smem_u32\(&bars\[(\d+)\]\), "
+    arrive = {n: int(i) for i, n in re.findall(r"expect_tx" + bar + r"_sn\.nfull \* 16u\);  // (\w+)", src)}
+    wait = {n: int(i) for i, n in re.findall(r"wait_parity" + bar + r"_it & 1\);  // (\w+) staged", src)}
+    assert arrive == wait and set(arrive) == set(spec.staged_inputs)
+    assert len(set(arrive.values())) == len(arrive) and 0 in arrive.values()
+    exchange_end = 2 + 2 * len(spec.stages)
+    assert all(i == 0 or exchange_end <= i < declared for i in arrive.values())
+    control = generate(spec, Variant(variant.kind, variant.P, control=True))
+    assert f"u64 bars[{declared}]" in control
 
 
 def test_looped_reread_is_built_for_occupancy():

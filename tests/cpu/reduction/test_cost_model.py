@@ -32,7 +32,8 @@ def test_terms_match_hand_computation():
     assert t.legal and t.waves == 50  # ceil(2000 / 40)
     assert t.t_save == pytest.approx(1.0 * 12 / 24)  # Eq. 7 at the achieved bandwidth
     slice_bytes = 8192 * 8  # ceil(N / P) * b_keep
-    assert t.t_replay == pytest.approx(50 * slice_bytes / (2.0e9 * 20.0) * 1e3)
+    # stage 1 reads x, one of the two staged inputs, while dy still arrives: half the replay hides
+    assert t.t_replay == pytest.approx(50 * slice_bytes * 0.5 / (2.0e9 * 20.0) * 1e3)
     # source rate per SM: 2000 * 65536 * 24 B / 1 ms / (2 GHz * 100 SMs) = 15.7 B/cycle, slower
     # than the 25 B/cycle local store rate: the deposit hides under the input stream.
     assert t.t_deposit == 0.0
@@ -49,6 +50,24 @@ def test_terms_match_hand_computation():
     # fewer rows than resident clusters: only M clusters run (16 x 8 CTAs on 100 SMs: k = 1.28)
     (t2,) = evaluate(shape_of(LN, 16, N), PROFILE, measured, sizes=(P,)).terms
     assert t2.ctas_per_sm == pytest.approx(1.28)
+
+
+def test_replay_share_hidden_under_the_inputs_the_first_pass_does_not_read():
+    """The staged share the first pass reads while the other staged inputs still arrive:
+    layernorm_bwd x of (x, dy), wvar_bwd (w, x) of (x, w, dy), softmax_bwd z of (z, dy); none
+    where the first pass reads every staged input; the ablation (serialized staging) charges all."""
+    shares = {name: shape_of(BUILTIN[name], 64, 4096).early_replay_share for name in BUILTIN
+              if BUILTIN[name].kernel_support is None}
+    assert shares == pytest.approx({"layernorm_bwd": 0.5, "wvar_bwd": 2 / 3, "softmax_bwd": 0.5,
+                                    "pearson_bwd": 0.0, "lars": 0.0, "quant_int8": 0.0})
+    measured = Measured(baseline_ms=1.0, control_excess_ms={8: 0.05}, resident_clusters={8: 40})
+    wvar = shape_of(BUILTIN["wvar_bwd"], 2000, 65536)
+    (t,) = evaluate(wvar, PROFILE, measured, sizes=(8,)).terms
+    unhidden = dataclasses.replace(wvar, early_replay_share=0.0)
+    (whole,) = evaluate(unhidden, PROFILE, measured, sizes=(8,)).terms
+    (ablation,) = evaluate(wvar, PROFILE, measured, sizes=(8,), ablation=True).terms
+    assert t.t_replay == pytest.approx(whole.t_replay / 3)
+    assert ablation.t_replay == pytest.approx(whole.t_replay)
 
 
 def test_deposit_charged_when_the_source_outruns_shared_memory_stores():
