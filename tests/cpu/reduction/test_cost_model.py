@@ -8,8 +8,11 @@ import pytest
 from smemkit.hw.profile import DsmemPrimitives, builtin_profiles
 from smemkit.reduction import BUILTIN
 from smemkit.reduction.cost_model import (
+    P_TIE_FRACTION,
     SINGLE_READ_MAX_CTAS_PER_SM,
     Measured,
+    Terms,
+    Verdict,
     crossover,
     dispatch_choice,
     evaluate,
@@ -68,6 +71,22 @@ def test_replay_share_hidden_under_the_inputs_the_first_pass_does_not_read():
     (ablation,) = evaluate(wvar, PROFILE, measured, sizes=(8,), ablation=True).terms
     assert t.t_replay == pytest.approx(whole.t_replay / 3)
     assert ablation.t_replay == pytest.approx(whole.t_replay)
+
+
+def test_close_deltas_are_a_tie_won_by_the_smaller_cluster():
+    """P whose ΔT is within P_TIE_FRACTION x T_B of the largest: the smallest such P; never one
+    whose ΔT is not positive; the ablation keeps the largest ΔT."""
+    T_B = 1.0
+    tie = P_TIE_FRACTION * T_B
+    terms = (Terms(2, True, None, t_save=0.10), Terms(4, True, None, t_save=0.10 + 0.9 * tie),
+             Terms(8, True, None, t_save=0.10 + 1.5 * tie), Terms(16, False, "too big"))
+    assert Verdict(terms, tie).best.P == 4  # P = 2 is 1.5 tie below P = 8's ΔT: not a tie
+    assert Verdict(terms).best.P == 8
+    near_zero = (Terms(2, True, None, t_save=-0.01), Terms(4, True, None, t_save=0.5 * tie))
+    assert Verdict(near_zero, tie).best.P == 4 and Verdict(near_zero, tie).profitable
+    measured = Measured(baseline_ms=T_B, control_excess_ms={4: 0.0, 8: 0.0}, resident_clusters={4: 60, 8: 30})
+    assert evaluate(shape_of(LN, 2000, 65536), PROFILE, measured).tie_ms == pytest.approx(tie)
+    assert evaluate(shape_of(LN, 2000, 65536), PROFILE, measured, ablation=True).tie_ms == 0.0
 
 
 def test_deposit_charged_when_the_source_outruns_shared_memory_stores():
