@@ -87,6 +87,8 @@ def test_close_deltas_are_a_tie_won_by_the_smaller_cluster():
     measured = Measured(baseline_ms=T_B, control_excess_ms={4: 0.0, 8: 0.0}, resident_clusters={4: 60, 8: 30})
     assert evaluate(shape_of(LN, 2000, 65536), PROFILE, measured).tie_ms == pytest.approx(tie)
     assert evaluate(shape_of(LN, 2000, 65536), PROFILE, measured, ablation=True).tie_ms == 0.0
+    other_kernels = dataclasses.replace(shape_of(LN, 2000, 65536), p_tie_fraction=0.0)  # CREDIT's
+    assert evaluate(other_kernels, PROFILE, measured).tie_ms == 0.0
 
 
 def test_deposit_charged_when_the_source_outruns_shared_memory_stores():

@@ -22,6 +22,16 @@ def test_h100_table_reproduces_credits_own_predictions():
     assert agree == 30
 
 
+def test_h100_table_picks_the_largest_delta():
+    """CREDIT's kernels keep the paper's choice of P (the largest ΔT): smemkit's tie rule is for
+    its own kernels."""
+    profile = builtin_profiles()["h100_sxm"]
+    for point in h100_credit():
+        verdict = evaluate(point.shape, profile, point.measured, sizes=(2, 4, 8))
+        legal = [t for t in verdict.terms if t.legal]
+        assert verdict.tie_ms == 0.0 and verdict.best == max(legal, key=lambda t: t.delta)
+
+
 def test_h100_accuracy_is_the_papers_28_of_30():
     profile = builtin_profiles()["h100_sxm"]
     correct = 0
