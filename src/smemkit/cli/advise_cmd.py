@@ -51,6 +51,10 @@ def run(args: argparse.Namespace) -> int:
     if e.verdict.profitable:
         console.print(f"[bold]verdict: use the cluster kernel with P = {best.P}[/bold] "
                       f"(predicted saving {best.delta:.4f} ms)")
+        if e.verdict.tie_ms > 0:
+            console.print(f"P: the smallest whose ΔT > 0 is within {e.verdict.tie_ms:.4f} ms "
+                          f"({e.verdict.tie_ms / m.baseline_ms:.0%} of T_B) of the largest: closer "
+                          "ΔTs do not rank the sizes")
     else:
         console.print("[bold]verdict: keep the non-cluster kernel[/bold] (no legal P has ΔT > 0)")
     if m.triton_ms is not None:

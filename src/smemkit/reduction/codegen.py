@@ -326,8 +326,8 @@ def generate(spec: ReductionSpec, variant: Variant, min_blocks: int | None = Non
             w(f"{indent}  const u32 _bar = smem_u32(&{bar});")
         w(f"{indent}  if (threadIdx.x == 0) {{")
         w(f"{indent}    fence_proxy_async_shared();")
-        if split_wait:
-            for i, n in enumerate(staged):
+        if split_wait:  # the inputs the first pass reads first, the late ones after them
+            for i, n in sorted(enumerate(staged), key=lambda item: item[1] in spec.staged_late):
                 bar_n = f"smem_u32(&bars[{row_bar[i]}])"
                 w(f"{indent}    mbarrier_arrive_expect_tx({bar_n}, _sn.nfull * 16u);  // {n}")
                 w(f"{indent}    stage_full_vectors(_dst + {i} * _cap, p_{n}, _sn, {bar_n});")

@@ -167,7 +167,8 @@ class Terms:
 
 @dataclass(frozen=True)
 class Verdict:
-    """The decision at one shape: the best P (None when no legal P pays) and every term."""
+    """The decision at one shape: every term, and the best P (None when no P is legal; it pays
+    only when ``profitable``)."""
 
     terms: tuple[Terms, ...]
     tie_ms: float = 0.0  # ΔTs closer than this to the largest are a tie, won by the smaller P

@@ -145,9 +145,10 @@ class ReductionSpec:
 
     @cached_property
     def staged_late(self) -> tuple[str, ...]:
-        """Staged inputs the first pass does not read. When there are any, the staged kernels give
-        each staged input its own staging barrier, so the first pass and its exchange run while
-        these still arrive (codegen.generate; layernorm_bwd's dy)."""
+        """Staged inputs the first pass does not read. When there are any, the staged and cluster
+        kernels (not their two-buffer ``prefetch`` forms) give each staged input its own staging
+        barrier and issue these copies last, so the first pass and its exchange run while they
+        still arrive (codegen.generate; layernorm_bwd's dy)."""
         return tuple(n for n in self.staged_inputs if n not in self.pass_inputs[0])
 
     @cached_property

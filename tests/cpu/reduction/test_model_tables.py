@@ -111,6 +111,17 @@ def test_dispatch_at_4k_runs_the_fastest_kernel_the_table_timed(monkeypatch):
     assert picks["pearson_bwd"].label == "staged"  # 71.97 us, the Triton kernel's the same: not faster
 
 
+def test_dispatch_breaks_close_deltas_toward_the_smaller_cluster():
+    """layernorm_bwd 64K on the embedded table: P = 16 has the largest ΔT, P = 8's is within 5 %
+    of T_B of it, and P = 8 is what the op runs (x7 measured P = 16 13 % slower)."""
+    profile = builtin_profiles()["h200_sxm"]
+    (point,) = [p for p in h200_smemkit() if p.workload == "layernorm_bwd" and p.shape.N == 65536]
+    verdict = evaluate(point.shape, profile, point.measured)
+    largest = max((t for t in verdict.terms if t.legal), key=lambda t: t.delta)
+    assert largest.P == 16 and verdict.best.P == 8 and point.cluster_ms[8] < point.cluster_ms[16]
+    assert model_variant(BUILTIN["layernorm_bwd"], point.shape.M, 65536, "h200_sxm") == Variant("cluster", 8)
+
+
 def test_the_measured_winner_comes_from_the_head_to_head_where_there_is_one():
     from smemkit.reduction.tables import points_from
 
