@@ -194,7 +194,9 @@ def run(spec: ReductionSpec, tensors: Mapping[str, torch.Tensor], scalars: Mappi
     """Run any spec (built-in or user-written) and return its outputs by name.
 
     With ``autotune=True`` (or ``SMEMKIT_AUTOTUNE=1``) and no explicit variant, the first call
-    at a (GPU, spec, row class, width) times every legal variant and records the fastest.
+    at a (GPU, spec, row class, width) times every legal variant and records the fastest. That
+    timing synchronises the GPU and returns any L2 lines kept with a persisting / evict_last
+    policy to normal priority (``runtime.timing``), the caller's own set-aside lines included.
     """
     prepared = prepare(spec, tensors, scalars or {}, out)
     device = next(iter(prepared.outputs.values())).device
