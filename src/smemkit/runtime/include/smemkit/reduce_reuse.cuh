@@ -8,25 +8,18 @@ namespace smemkit {
 
 // ---- arithmetic with torch's semantics ----------------------------------------------------
 // max/min that propagate NaN (fmaxf/fminf would drop it), as torch.maximum/amax do: one
-// max.NaN / min.NaN instruction from sm_80 on (a NaN operand gives the canonical NaN), instead of
-// two compares and a select.
+// max.NaN / min.NaN instruction (sm_80+; these kernels need sm_90), a NaN operand giving the
+// canonical NaN. Two compares and a select before: quant_int8's cluster kernel ran 3.79 against
+// 4.29 TB/s at 64K (benchmarks/results/h200/run_2026-11-30_eleventh/x6/).
 __device__ __forceinline__ float nan_max(float a, float b) {
-#if __CUDA_ARCH__ >= 800
   float r;
   asm("max.NaN.f32 %0, %1, %2;" : "=f"(r) : "f"(a), "f"(b));
   return r;
-#else
-  return (a > b || a != a) ? a : b;
-#endif
 }
 __device__ __forceinline__ float nan_min(float a, float b) {
-#if __CUDA_ARCH__ >= 800
   float r;
   asm("min.NaN.f32 %0, %1, %2;" : "=f"(r) : "f"(a), "f"(b));
   return r;
-#else
-  return (a < b || a != a) ? a : b;
-#endif
 }
 // 1/sqrt correctly rounded enough for 1e-5 relative accuracy (rsqrtf is ~2 ulp, fine too, but
 // sqrt + div keeps inf/0 behaviour identical to the reference).
