@@ -265,16 +265,16 @@ def generate(spec: ReductionSpec, variant: Variant, min_blocks: int | None = Non
     # 3.56 -> 3.76 TB/s at 64K, wvar_bwd 4.15 -> 4.33, softmax_bwd 4.18 -> 4.24; the staged kernels
     # +13-17 % at 16K. Where the first pass reads every staged input, one barrier (as before).
     split_wait = variant.staged and not variant.prefetch and bool(spec.staged_late)
-    row_bar = [n_bars + i - 1 if i and split_wait else 0 for i in range(ns)]
+    row_bar = {n: n_bars + i - 1 if i and split_wait else 0 for i, n in enumerate(staged)}
     if split_wait:
-        n_bars += max(ns - 1, 0)
+        n_bars += ns - 1
     waited: set[str] = set()  # staged inputs the row's passes so far have waited for
     w("  extern __shared__ __align__(128) float4 stage_buf[];")
     if variant.staged:  # bulk copies and exchanges complete on mbarriers; the other kinds use none
         w(f"  __shared__ __align__(8) u64 bars[{n_bars}];  // [0] row staging, [1] column staging, "
           "[2 + 2l + parity] exchange of stage l" + (f", [{second_buffer_bar}] second row buffer"
                                                       if variant.prefetch else "")
-          + "".join(f", [{row_bar[i]}] staging of {n}" for i, n in enumerate(staged) if row_bar[i]))
+          + "".join(f", [{row_bar[n]}] staging of {n}" for n in staged if row_bar[n]))
     w(f"  __shared__ float slots[{2 * P * nq}];  // [row parity][stage][rank][q] partials")
     w("  __shared__ float red[NWARPS * QMAX];")
     w("  const int _rank = P > 1 ? static_cast<int>(cluster_ctarank()) : 0;")
@@ -328,7 +328,7 @@ def generate(spec: ReductionSpec, variant: Variant, min_blocks: int | None = Non
         w(f"{indent}    fence_proxy_async_shared();")
         if split_wait:  # the inputs the first pass reads first, the late ones after them
             for i, n in sorted(enumerate(staged), key=lambda item: item[1] in spec.staged_late):
-                bar_n = f"smem_u32(&bars[{row_bar[i]}])"
+                bar_n = f"smem_u32(&bars[{row_bar[n]}])"
                 w(f"{indent}    mbarrier_arrive_expect_tx({bar_n}, _sn.nfull * 16u);  // {n}")
                 w(f"{indent}    stage_full_vectors(_dst + {i} * _cap, p_{n}, _sn, {bar_n});")
         else:
@@ -418,8 +418,7 @@ def generate(spec: ReductionSpec, variant: Variant, min_blocks: int | None = Non
             for n in used:
                 if n in staged and n not in waited:
                     waited.add(n)
-                    w(f"  mbarrier_wait_parity(smem_u32(&bars[{row_bar[staged.index(n)]}]), _it & 1);  "
-                      f"// {n} staged")
+                    w(f"  mbarrier_wait_parity(smem_u32(&bars[{row_bar[n]}]), _it & 1);  // {n} staged")
         let_names = []
         for t in texts:
             let_names += [n for n in spec.let_closure(t) if n not in let_names]
