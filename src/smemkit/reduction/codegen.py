@@ -13,13 +13,13 @@ One template, five variants (paper §III-B/C, plus two for measurement):
   within a budget of the L2 (``kernels.reread_l2_grid``); each thread issues ``batch`` (4)
   independent 16-byte loads per input before consuming any, so fewer CTAs still keep enough
   loads in flight. ``per_row`` (``reread_l2_rows``): the same kernel with one CTA per row, no cap.
-- ``regs``: one 1024-thread CTA per row, the inputs read by two or more
-  passes held in registers (``vregs`` 16-byte vectors per thread and input, fully unrolled)
-  from the first pass to the last: every element read from global memory once, no shared memory.
+- ``regs``: one 1024-thread CTA per row, every input loaded into registers before the first
+  pass (``vregs`` 16-byte vectors per thread and input, fully unrolled) and held to the last:
+  every element read from global memory once, no shared memory.
 
-The staged, cluster and regs variants bulk-prefetch into the L2, when a row starts, the inputs
-read by one pass only, when that pass is not the first (lars' v, read by the output pass), so that
-pass does not wait on HBM one vector at a time.
+The staged and cluster variants bulk-prefetch into the L2, when a row starts, the inputs read by
+one pass only, when that pass is not the first (lars' v, read by the output pass), so that pass
+does not wait on HBM one vector at a time.
 
 The generated text names every value after the spec and marks each stage with a comment.
 """
@@ -210,17 +210,19 @@ def generate(spec: ReductionSpec, variant: Variant, min_blocks: int | None = Non
                                    "not generated CUDA")
     P, T = variant.P, variant.threads
     staged = spec.staged_inputs if variant.staged else []
-    # inputs read from global memory once, by a pass after the first (lars' v): prefetched into
-    # the L2 when the row starts (with its staging, in staged kernels), so that pass finds them there
-    # (staged and regs kernels; the re-read kernels leave the L2 to the inputs they read again:
-    # prefetching there measured 4-12 % slower at 16K-32K, benchmarks/results/h200/late_inputs/)
-    held = list(spec.staged_inputs) if variant.kind == "regs" else []  # kept in registers
+    # regs: every input loaded into registers up front, lars' v with w and g (its own load in the
+    # output pass, L2-prefetched, measured 0.5-3.5 % slower at 4K-8K on the H200,
+    # benchmarks/results/h200/run_2026-11-30_twelfth/y2/)
+    held = list(spec.read_inputs) if variant.kind == "regs" else []
     # The last pass that reads each input: the new variants stream an input on its last read
     # (the original re-read kernel keeps its behaviour: streaming loads in the output pass only).
-    final_pass = {n: max(i for i, p in enumerate(spec.pass_inputs) if n in p)
-                  for n in spec.inputs if any(n in p for p in spec.pass_inputs)}
+    final_pass = {n: max(i for i, p in enumerate(spec.pass_inputs) if n in p) for n in spec.read_inputs}
+    # inputs read from global memory once, by a pass after the first (lars' v): the staged
+    # kernels prefetch them into the L2 with their staging, so that pass finds them there (the
+    # re-read kernels leave the L2 to the inputs they read again: prefetching there measured
+    # 4-12 % slower at 16K-32K, benchmarks/results/h200/late_inputs/)
     prefetched = [n for n, last in final_pass.items() if last > 0 and n not in spec.staged_inputs
-                  ] if variant.staged or variant.kind == "regs" else []
+                  ] if variant.staged else []
     exact_last_use = variant.kind in ("reread_l2", "regs")
     pass_counter = [0]
     staged_cols = list(spec.columns) if variant.staged else []
@@ -364,15 +366,14 @@ def generate(spec: ReductionSpec, variant: Variant, min_blocks: int | None = Non
     for n in spec.row_inputs:  # (a control kernel has null pointers: it reads nothing)
         w(f"  const float {n} = " + ("0.0f;" if variant.control else f"p_{n}[_row];"))
     if held and not variant.control:
-        w(f"  // hold the row of {', '.join(held)} in registers: read from global memory once, "
-          "streamed (evict first)")
+        w(f"  // hold the row of {', '.join(held)} in registers: read from global memory once")
         for n in held:
             w(f"  float4 r_{n}[VREGS];")
         w("#pragma unroll")
         w("  for (int _j = 0; _j < VREGS; ++_j) {")
         w("    const int _i = threadIdx.x + _j * THREADS;")
         for n in held:
-            w(f"    r_{n}[_j] = _i < _s.nvec ? load_vector<true>(p_{n}, _s.v0 + _i, _s, 0ull) "
+            w(f"    r_{n}[_j] = _i < _s.nvec ? load_vector_once(p_{n}, _s.v0 + _i, _s) "
               ": make_float4(0.0f, 0.0f, 0.0f, 0.0f);")
         w("  }")
     if stages_rows:
@@ -596,9 +597,12 @@ def generate(spec: ReductionSpec, variant: Variant, min_blocks: int | None = Non
         if o.dtype == "int8":
             footer.append(f"if (_full) reinterpret_cast<char4*>(p_{o.name})[_v] = make_char4("
                           f"{o.name}_o[0], {o.name}_o[1], {o.name}_o[2], {o.name}_o[3]);")
-        else:
-            footer.append(f"if (_full) __stcs(reinterpret_cast<float4*>(p_{o.name}) + _v, make_float4("
-                          f"{o.name}_o[0], {o.name}_o[1], {o.name}_o[2], {o.name}_o[3]));")
+        else:  # streamed (evict first), except from regs kernels: plain stores measured 0.1-2.7 %
+            # faster there (run_2026-11-30_twelfth/y1, y2)
+            vector = f"make_float4({o.name}_o[0], {o.name}_o[1], {o.name}_o[2], {o.name}_o[3])"
+            footer.append(f"if (_full) reinterpret_cast<float4*>(p_{o.name})[_v] = {vector};"
+                          if variant.kind == "regs" else
+                          f"if (_full) __stcs(reinterpret_cast<float4*>(p_{o.name}) + _v, {vector});")
     element_loop([o.expr for o in spec.outputs], output_body, header, footer, last_pass=True)
     if spec.row_outputs and not variant.control:
         w("  if (_rank == 0 && threadIdx.x == 0) {")

@@ -134,7 +134,7 @@ def loads_in_flight_per_sm(spec: ReductionSpec, variant: Variant, N: int, ctas: 
     them (checked in the SASS): CTAs per busy SM x the largest, over the passes, of
     inputs x min(threads x vectors per input, vectors of the row) x 16 B, where a thread has
     ``pass_batch`` vectors per input in flight in reread_l2 (4 for passes of one or two inputs,
-    3 for three), ``vregs`` per held input in regs (all loaded before stage 1), and one in the
+    3 for three), ``vregs`` per input in regs (every input loaded before stage 1), and one in the
     other variants (their loop loads, branches and consumes one vector per input at a time,
     whatever its unroll pragma)."""
     nvec = -(-N // 4)
@@ -143,9 +143,7 @@ def loads_in_flight_per_sm(spec: ReductionSpec, variant: Variant, N: int, ctas: 
         return inputs * min(variant.threads * per_input, nvec) * 16
 
     if variant.kind == "regs":
-        held = set(spec.staged_inputs)  # the rest are read by one pass, one vector at a time
-        passes = [per_cta(len(held), variant.vregs)] + [per_cta(len(set(p) - held), 1)
-                                                          for p in spec.pass_inputs]
+        passes = [per_cta(len(spec.read_inputs), variant.vregs)]
     else:
         passes = [per_cta(len(p), pass_batch(variant, len(p)) or 1) for p in spec.pass_inputs]
     return max(passes) * ctas / min(ctas, sm_count)

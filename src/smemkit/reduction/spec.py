@@ -138,6 +138,11 @@ class ReductionSpec:
         return tuple(tuple(p) for p in passes)
 
     @cached_property
+    def read_inputs(self) -> tuple[str, ...]:
+        """Inputs some pass reads, in spec order: what a ``regs`` kernel holds in registers."""
+        return tuple(n for n in self.inputs if any(n in p for p in self.pass_inputs))
+
+    @cached_property
     def staged_inputs(self) -> tuple[str, ...]:
         """Inputs read by two or more passes: what staged kernels keep in shared memory."""
         counts = {n: sum(n in p for p in self.pass_inputs) for n in self.inputs}

@@ -109,9 +109,9 @@ def test_loads_in_flight_per_sm():
         == 1024 * 3 * 16 * 3
     assert loads_in_flight_per_sm(BUILTIN["quant_int8"], Variant("regs", vregs=4), 16384, 132, SMS) \
         == 4096 * 16
-    # regs: the held inputs (w, g) all at once; v, read by one pass, a vector at a time
+    # regs: every input (w, g and v, which only the output pass reads) all at once
     assert loads_in_flight_per_sm(BUILTIN["lars"], Variant("regs", vregs=2), 8192, 132, SMS) \
-        == 2 * 2048 * 16
+        == 3 * 2048 * 16
 
 
 def test_regs_vectors_and_legality():
@@ -141,13 +141,14 @@ def test_regs_vectors_and_legality():
     assert legality(spec, Variant("reread_l2"), 1 << 24, H200_SMEM, 16) is None
 
 
-def test_regs_source_holds_the_staged_inputs_and_reads_once():
+def test_regs_source_holds_every_input_and_reads_once():
     src = generate(BUILTIN["softmax_bwd"], Variant("regs", vregs=4))
     assert "#define VREGS 4" in src and "float4 r_z[VREGS];" in src and "float4 r_dy[VREGS];" in src
-    assert src.count("load_vector<") == 2  # z and dy, once each, before stage 1
+    assert src.count("load_vector") == 2  # z and dy, once each, before stage 1
+    assert src.count("load_vector_once(") == 2 and "__stcs" not in src  # no cache hints
     assert "reused from registers" in src
-    lars = generate(BUILTIN["lars"], Variant("regs", vregs=2))
-    assert "r_v[" not in lars and "load_vector<true>(p_v" in lars  # v is read by one pass only
+    lars = generate(BUILTIN["lars"], Variant("regs", vregs=2))  # v too, read by the output pass only
+    assert "r_v[_j] = _i < _s.nvec ? load_vector_once(p_v" in lars and lars.count("load_vector") == 3
 
 
 def test_reread_l2_streams_each_input_on_its_last_read():

@@ -117,14 +117,10 @@ __device__ __forceinline__ float4 ldg_keep(const float4* p, u64 policy) {
   return v;
 }
 
-// A vector of an input read straight from global memory: one 16-byte load when the slice owns
-// all four lanes, guarded scalar loads otherwise (never out of bounds). LastUse streams the data
-// (evict first); otherwise it is kept in L2 for the next pass with `policy`.
-template <bool LastUse>
-__device__ __forceinline__ float4 load_vector(const float* __restrict__ src, long long v, const Slice& s,
-                                              u64 policy) {
-  const float4* p = reinterpret_cast<const float4*>(src) + v;
-  if (v >= s.full0 && v < s.full0 + s.nfull) return LastUse ? __ldcs(p) : ldg_keep(p, policy);
+// The lanes of vector v that the slice owns, by guarded scalar loads (never out of bounds), zeros
+// elsewhere: the load_vector* functions' path for the partial vectors at a slice's ends.
+__device__ __forceinline__ float4 load_partial_vector(const float* __restrict__ src, long long v,
+                                                      const Slice& s) {
   const long long f_lo = s.row_start + s.lo, f_hi = s.row_start + s.hi;
   float r[4];
 #pragma unroll
@@ -133,6 +129,25 @@ __device__ __forceinline__ float4 load_vector(const float* __restrict__ src, lon
     r[k] = (f >= f_lo && f < f_hi) ? __ldg(src + f) : 0.0f;
   }
   return make_float4(r[0], r[1], r[2], r[3]);
+}
+
+// A vector of an input read straight from global memory: one 16-byte load when the slice owns
+// all four lanes, load_partial_vector otherwise. LastUse streams the data (evict first);
+// otherwise it is kept in L2 for the next pass with `policy`.
+template <bool LastUse>
+__device__ __forceinline__ float4 load_vector(const float* __restrict__ src, long long v, const Slice& s,
+                                              u64 policy) {
+  const float4* p = reinterpret_cast<const float4*>(src) + v;
+  if (v >= s.full0 && v < s.full0 + s.nfull) return LastUse ? __ldcs(p) : ldg_keep(p, policy);
+  return load_partial_vector(src, v, s);
+}
+
+// load_vector for the regs kernels' one read of every element into registers: no cache hint.
+// Streaming these loads (__ldcs) measured 3-6 % slower on the H200 (lars, pearson_bwd at 4K-8K,
+// benchmarks/results/h200/run_2026-11-30_twelfth/y1, y2).
+__device__ __forceinline__ float4 load_vector_once(const float* __restrict__ src, long long v, const Slice& s) {
+  if (v >= s.full0 && v < s.full0 + s.nfull) return __ldg(reinterpret_cast<const float4*>(src) + v);
+  return load_partial_vector(src, v, s);
 }
 
 // Whether the slice owns its vector i (flat vector s.v0 + i) whole: one 32-bit compare, as the
