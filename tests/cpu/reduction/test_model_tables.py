@@ -53,11 +53,12 @@ def test_h200_table_covers_the_30_points():
 
 
 def test_h200_accuracy_on_the_embedded_table():
-    """The shipped model on the embedded H200 run (credit_eval.json of 2026-11-30, eleventh
-    session, x7: the kernels with per-input staging barriers and max.NaN, T_B timed after the
-    persisting-L2 reset, the measured winner by a head to head): 29 of 30 right, the ablation 19.
-    The miss: pearson_bwd 8K, the cluster kernel 2.0 % slower head to head, where the model
-    predicted ΔT = +3.3 us for P = 2."""
+    """The shipped model on the embedded H200 run (credit_eval.json of 2026-11-30, twelfth
+    session, y4: the regs kernels holding every input with plain loads and stores, 0.5-6 % faster
+    than in the eleventh session's x7, T_B timed after the persisting-L2 reset, the measured
+    winner by a head to head): 27 of 30 right, the ablation 17. The misses are the three 8K points
+    whose faster non-cluster kernel now beats the cluster kernel by 1.2-2.4 % (4 of 4 rounds head
+    to head), where the model still predicts P = 2 to pay (x7: 29 of 30, the miss pearson_bwd 8K)."""
     profile = builtin_profiles()["h200_sxm"]
     right, wrong, ablation = 0, [], 0
     for p in h200_smemkit():
@@ -67,8 +68,8 @@ def test_h200_accuracy_on_the_embedded_table():
         if verdict.profitable != measured_win:
             wrong.append((p.workload, p.shape.N, verdict.profitable))
         ablation += evaluate(p.shape, profile, p.measured, ablation=True).profitable == measured_win
-    assert right == 29 and ablation == 19
-    assert wrong == [("pearson_bwd", 8192, True)]
+    assert right == 27 and ablation == 17
+    assert wrong == [("layernorm_bwd", 8192, True), ("pearson_bwd", 8192, True), ("softmax_bwd", 8192, True)]
 
 
 def test_dispatch_follows_the_model_on_the_embedded_table():
@@ -91,7 +92,7 @@ def test_dispatch_follows_the_model_on_the_embedded_table():
 
 
 def test_dispatch_at_4k_runs_the_fastest_kernel_the_table_timed(monkeypatch):
-    """Concrete picks of the embedded H200 table at 4K (run_2026-11-30_eleventh/x7), Triton
+    """Concrete picks of the embedded H200 table at 4K (run_2026-11-30_twelfth/y4), Triton
     installed: smemkit's Triton kernel where it was timed faster than every CUDA kernel, else the
     fastest CUDA one."""
     import importlib.util
@@ -106,9 +107,9 @@ def test_dispatch_at_4k_runs_the_fastest_kernel_the_table_timed(monkeypatch):
     finally:
         _table_pick.cache_clear()
     assert {w for w, v in picks.items() if v.kind == "triton"} == {
-        "lars", "layernorm_bwd", "softmax_bwd", "wvar_bwd"}  # lars: 83.20 against 84.59 us
-    assert picks["quant_int8"].label == "regs_v4_t256"  # 26.82 us against the Triton kernel's 32.18
-    assert picks["pearson_bwd"].label == "staged"  # 71.97 us, the Triton kernel's the same: not faster
+        "lars", "layernorm_bwd", "softmax_bwd", "wvar_bwd"}  # lars: 83.10 against 84.19 us
+    assert picks["quant_int8"].label == "staged"  # 28.14 us against the Triton kernel's 32.05
+    assert picks["pearson_bwd"].label == "regs_v4_t256"  # 70.40 us against the Triton kernel's 71.63
 
 
 def test_dispatch_breaks_close_deltas_toward_the_smaller_cluster():
