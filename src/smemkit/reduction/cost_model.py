@@ -15,6 +15,13 @@ Every term is a time in milliseconds for the whole (M, N) problem:
   more CTAs per SM whose phases overlap. T_save is then the baseline's time above the streaming
   floor, T_B - M x N x (b_B - b_reread) / B_HBM, when the baseline holds at most
   SINGLE_READ_MAX_CTAS_PER_SM CTAs per SM at once, and 0 above (its own CTAs overlap enough).
+  A baseline that holds its row on chip (``staged``, ``regs``) counts its CTAs in units of
+  SINGLE_READ_CTA_THREADS threads, the staged kernels' size when the limit was chosen: the regs
+  kernels came later with 256-1024 threads per CTA, and a 512-thread regs CTA keeps as many warps
+  streaming as two staged ones. Made after the twelfth session's runs y4 / y6, where the regs
+  kernels got 3-6 % faster and two 512-thread CTAs per SM left the model predicting P = 2 to pay at
+  8K (layernorm_bwd, softmax_bwd) where the cluster kernel, at the same 50 % occupancy (Nsight
+  Compute, y7), was 1-6 % slower: 27 and 26 of 30 with CTAs, 28 and 29 with the unit.
   This is smemkit's extension: the paper applies Eq. 7 to either baseline, and all its
   remaining errors were at staged-baseline points. The limit was 1, made on graph-timed H200
   data that measured the cluster kernels 2-9 % slow (benchmarks/results/h200/timing_modes/); on
@@ -68,7 +75,7 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 
 from smemkit.hw.profile import DeviceProfile
-from smemkit.reduction.codegen import Variant, parse_variant_name
+from smemkit.reduction.codegen import DEFAULT_THREADS, Variant, parse_variant_name
 from smemkit.reduction.kernels import CLUSTER_SIZES, L2_BUDGET_FRACTION, smem_per_cta
 from smemkit.reduction.spec import ReductionSpec
 
@@ -76,6 +83,9 @@ SCALAR_BYTES = 4
 # T_save against a single-read baseline: its stall counts when it holds at most this many CTAs
 # per SM at once (module docstring)
 SINGLE_READ_MAX_CTAS_PER_SM = 3
+# ... counted, for the baselines that hold their row on chip, in CTAs of this many threads
+SINGLE_READ_CTA_THREADS = 256
+ROW_RESIDENT_KINDS = ("staged", "regs")
 # cluster sizes whose ΔT are within this fraction of T_B count as a tie, won by the smaller P
 P_TIE_FRACTION = 0.05
 
@@ -201,8 +211,12 @@ def resident_estimate(shape: KernelShape, P: int, profile: DeviceProfile, thread
 def single_read_save(shape: KernelShape, profile: DeviceProfile, measured: Measured) -> float:
     """T_save against a baseline that reads each element once from HBM (module docstring): its
     time above the streaming floor when at most SINGLE_READ_MAX_CTAS_PER_SM of its CTAs are
-    resident per SM, else 0 (also when its residency is unknown: the conservative choice)."""
+    resident per SM (CTAs of SINGLE_READ_CTA_THREADS threads for a row-resident baseline), else 0
+    (also when its residency is unknown: the conservative choice)."""
     per_sm = measured.baseline_ctas_per_sm
+    kind, threads, _, _ = parse_variant_name(measured.baseline_variant)
+    if per_sm is not None and kind in ROW_RESIDENT_KINDS:
+        per_sm *= (threads or DEFAULT_THREADS.get(kind, 256)) / SINGLE_READ_CTA_THREADS
     if per_sm is None or per_sm > SINGLE_READ_MAX_CTAS_PER_SM:
         return 0.0
     compulsory = shape.M * shape.N * (shape.baseline_bytes - shape.reread_bytes)

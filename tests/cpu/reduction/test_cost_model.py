@@ -9,6 +9,7 @@ from smemkit.hw.profile import DsmemPrimitives, builtin_profiles
 from smemkit.reduction import BUILTIN
 from smemkit.reduction.cost_model import (
     P_TIE_FRACTION,
+    SINGLE_READ_CTA_THREADS,
     SINGLE_READ_MAX_CTAS_PER_SM,
     Measured,
     Terms,
@@ -144,17 +145,20 @@ def test_dispatch_choice_weighs_the_triton_kernel_against_the_models_pick():
     assert dispatch_choice(lose, dataclasses.replace(costly, triton_ms=0.97)) == ("triton", 1)
 
 
-@pytest.mark.parametrize("variant", ["staged", "reread_l2", "reread_l2_t512", "regs_v2_t512"])
-def test_a_single_read_baseline_saves_only_its_stall_with_few_ctas_per_sm(variant):
+# a row-resident baseline counts its CTAs in 256-thread units (regs_v2_t512: two per CTA)
+@pytest.mark.parametrize(("variant", "unit"), [("staged", 1), ("reread_l2", 1), ("reread_l2_t512", 1),
+                                               ("regs_v2_t512", 2), ("regs_v1_t256", 1), ("regs_v1", 4)])
+def test_a_single_read_baseline_saves_only_its_stall_with_few_ctas_per_sm(variant, unit):
     shape = shape_of(LN, 2000, 65536)
     floor_ms = 2000 * 65536 * (24 - 12) / 4.0e12 * 1e3  # compulsory bytes at B_HBM: 0.393 ms
-    assert SINGLE_READ_MAX_CTAS_PER_SM == 3
-    for per_sm, expected in ((None, 0.0), (5.0, 0.0), (3.5, 0.0), (3.0, 1.0 - floor_ms),
-                             (2.0, 1.0 - floor_ms), (1.0, 1.0 - floor_ms), (0.45, 1.0 - floor_ms)):
+    assert SINGLE_READ_MAX_CTAS_PER_SM == 3 and SINGLE_READ_CTA_THREADS == 256
+    for units, expected in ((None, 0.0), (5.0, 0.0), (3.5, 0.0), (3.0, 1.0 - floor_ms),
+                            (2.0, 1.0 - floor_ms), (1.0, 1.0 - floor_ms), (0.45, 1.0 - floor_ms)):
+        per_sm = None if units is None else units / unit
         measured = Measured(baseline_ms=1.0, control_excess_ms={8: 0.0}, resident_clusters={8: 40},
                             baseline_variant=variant, baseline_ctas_per_sm=per_sm)
         (t,) = evaluate(shape, PROFILE, measured, sizes=(8,)).terms
-        assert t.t_save == pytest.approx(expected), per_sm
+        assert t.t_save == pytest.approx(expected), (per_sm, units)
         # the deposit sees the baseline streaming compulsory bytes only (no re-read)
         assert t.t_deposit == 0.0
     fast = Measured(baseline_ms=0.9 * floor_ms, control_excess_ms={8: 0.0}, resident_clusters={8: 40},
