@@ -18,7 +18,7 @@ import sys
 from pathlib import Path
 
 from smemkit.hw.profile import builtin_profiles
-from smemkit.reduction.cost_model import SINGLE_READ_MAX_CTAS_PER_SM, evaluate
+from smemkit.reduction.cost_model import SINGLE_READ_CTA_THREADS, SINGLE_READ_MAX_CTAS_PER_SM, evaluate
 from smemkit.reduction.evaluation import (
     baseline_table,
     baselines_at,
@@ -198,7 +198,8 @@ def main() -> None:
         "Shipped T_save (docs/reduction.md, \"cost model\"): Eq. 7 when the fastest non-cluster kernel",
         "re-reads HBM; when it reads each element once (staged, regs, reread_l2, or a re-read kernel",
         "whose rows in flight fit the L2: cost_model.rereads_from_hbm), its time above the",
-        f"HBM streaming floor if at most {SINGLE_READ_MAX_CTAS_PER_SM} of its CTAs are resident per SM,"
+        f"HBM streaming floor if at most {SINGLE_READ_MAX_CTAS_PER_SM} of its CTAs are resident per SM",
+        f"(for a staged or regs baseline, CTAs of {SINGLE_READ_CTA_THREADS} threads: twelfth session),"
         " else 0 (the limit was 1,",
         "made on graph-timed data; 3 chosen on the sixth session's both-modes run, then confirmed on",
         "the seventh session's three runs).",
