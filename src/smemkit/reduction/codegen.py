@@ -13,9 +13,9 @@ One template, five variants (paper §III-B/C, plus two for measurement):
   within a budget of the L2 (``kernels.reread_l2_grid``); each thread issues ``batch`` (4)
   independent 16-byte loads per input before consuming any, so fewer CTAs still keep enough
   loads in flight. ``per_row`` (``reread_l2_rows``): the same kernel with one CTA per row, no cap.
-- ``regs``: one 1024-thread CTA per row, every input loaded into registers before the first
-  pass (``vregs`` 16-byte vectors per thread and input, fully unrolled) and held to the last:
-  every element read from global memory once, no shared memory.
+- ``regs``: one 1024-thread CTA per row, every input a pass reads loaded into registers before
+  the first pass (``vregs`` 16-byte vectors per thread and input, fully unrolled) and held to the
+  last: every element read from global memory once, no shared memory.
 
 The staged and cluster variants bulk-prefetch into the L2, when a row starts, the inputs read by
 one pass only, when that pass is not the first (lars' v, read by the output pass), so that pass
@@ -41,9 +41,14 @@ VARIANTS = ("cluster", "staged", "reread", "reread_l2", "regs", "triton")
 # where the local NVRTC spills at three (13.5: lars, 16 B): kernels.kernel_source decides.
 LOOPED_REREAD_BLOCKS = 3
 LOOPED_REREAD_FALLBACK_BLOCKS = 2
-# Threads per CTA when a Variant leaves them at 0.
+# Threads per CTA when a Variant leaves them at 0 (``default_threads``).
 DEFAULT_THREADS = {"reread_l2": 1024, "regs": 1024}
 REGS_VECTORS = (1, 2, 4)  # vectors per thread and held input a ``regs`` kernel may be built for
+
+
+def default_threads(kind: str) -> int:
+    """Threads per CTA of a variant kind built with threads = 0."""
+    return DEFAULT_THREADS.get(kind, 256)
 
 
 @dataclass(frozen=True)
@@ -62,7 +67,7 @@ class Variant:
         if self.kind not in VARIANTS:
             raise InvalidArgumentError(f"variant kind {self.kind!r}; allowed: {', '.join(VARIANTS)}")
         if self.threads == 0:
-            object.__setattr__(self, "threads", DEFAULT_THREADS.get(self.kind, 256))
+            object.__setattr__(self, "threads", default_threads(self.kind))
         if (self.kind == "regs") != (self.vregs != 0) or self.vregs not in (0, *REGS_VECTORS):
             raise InvalidArgumentError(
                 f"variant {self.kind!r} with vregs = {self.vregs}: the regs variant takes vregs in "
@@ -121,14 +126,15 @@ class Variant:
             base = f"regs_v{self.vregs}"
         else:
             base = self.kind
-        if self.threads != DEFAULT_THREADS.get(self.kind, 256):
+        if self.threads != default_threads(self.kind):
             base += f"_t{self.threads}"
         return (base + ("_rows" if self.per_row else "") + ("_pf" if self.prefetch else "")
                 + ("_control" if self.control else ""))
 
 
 def parse_variant_name(name: str) -> tuple[str, int, bool, bool]:
-    """The inverse of ``Variant.label``: (kind, threads or 0 for the kind's default, prefetch,
+    """The inverse of ``Variant.label`` (of a non-control variant: "_control" is not parsed):
+    (kind, threads or 0 for the kind's default, prefetch,
     per_row) of a variant name: what users pass as ``variant=`` ("reread_l2_t512", "staged_pf",
     "regs_t256") and what ``Variant.label`` writes ("reread_l2_t512_rows", "regs_v2_t512": a
     regs label's held vectors follow from N). Only parses; ``api.resolve_variant`` says which
@@ -210,12 +216,13 @@ def generate(spec: ReductionSpec, variant: Variant, min_blocks: int | None = Non
                                    "not generated CUDA")
     P, T = variant.P, variant.threads
     staged = spec.staged_inputs if variant.staged else []
-    # regs: every input loaded into registers up front, lars' v with w and g (its own load in the
-    # output pass, L2-prefetched, measured 0.5-3.5 % slower at 4K-8K on the H200,
+    # regs: every input some pass reads loaded into registers up front, lars' v with w and g (before:
+    # L2-prefetched, loaded in the output pass; on the H200 holding it measured 3.6 % faster for
+    # regs_v4_t256 at 4K and 0.6 % for regs_v4_t512 at 8K, 0.7 % slower for regs_v2_t512 at 4K:
     # benchmarks/results/h200/run_2026-11-30_twelfth/y2/)
     held = list(spec.read_inputs) if variant.kind == "regs" else []
-    # The last pass that reads each input: the new variants stream an input on its last read
-    # (the original re-read kernel keeps its behaviour: streaming loads in the output pass only).
+    # The last pass that reads each input: reread_l2 streams an input on its last read (the
+    # original re-read kernel keeps its behaviour: streaming loads in the output pass only).
     final_pass = {n: max(i for i, p in enumerate(spec.pass_inputs) if n in p) for n in spec.read_inputs}
     # inputs read from global memory once, by a pass after the first (lars' v): the staged
     # kernels prefetch them into the L2 with their staging, so that pass finds them there (the
@@ -223,7 +230,7 @@ def generate(spec: ReductionSpec, variant: Variant, min_blocks: int | None = Non
     # 4-12 % slower at 16K-32K, benchmarks/results/h200/late_inputs/)
     prefetched = [n for n, last in final_pass.items() if last > 0 and n not in spec.staged_inputs
                   ] if variant.staged else []
-    exact_last_use = variant.kind in ("reread_l2", "regs")
+    exact_last_use = variant.kind == "reread_l2"
     pass_counter = [0]
     staged_cols = list(spec.columns) if variant.staged else []
     rename = _rename(spec)
@@ -282,7 +289,7 @@ def generate(spec: ReductionSpec, variant: Variant, min_blocks: int | None = Non
     w("  const int _rank = P > 1 ? static_cast<int>(cluster_ctarank()) : 0;")
     w("  const float Nf = static_cast<float>(N);")
     w("  const int _lane = threadIdx.x & 31, _warp = threadIdx.x >> 5;")
-    if len(staged) < len(spec.inputs) or (spec.columns and not staged_cols):
+    if not held and (len(staged) < len(spec.inputs) or (spec.columns and not staged_cols)):
         w("  const u64 _l2_keep = l2_keep_policy();  // data read from global by several passes")
     row_buffers = 2 if variant.prefetch else 1
     if staged or staged_cols:
@@ -597,8 +604,9 @@ def generate(spec: ReductionSpec, variant: Variant, min_blocks: int | None = Non
         if o.dtype == "int8":
             footer.append(f"if (_full) reinterpret_cast<char4*>(p_{o.name})[_v] = make_char4("
                           f"{o.name}_o[0], {o.name}_o[1], {o.name}_o[2], {o.name}_o[3]);")
-        else:  # streamed (evict first), except from regs kernels: plain stores measured 0.1-2.7 %
-            # faster there (run_2026-11-30_twelfth/y1, y2)
+        else:  # streamed (evict first), except from regs kernels, whose plain stores measured
+            # -0.2 to +2.7 % at lars / pearson_bwd 4K-8K (run_2026-11-30_twelfth/y1, y2): the
+            # loads' change is the gain there, the stores' is within run-to-run noise
             vector = f"make_float4({o.name}_o[0], {o.name}_o[1], {o.name}_o[2], {o.name}_o[3])"
             footer.append(f"if (_full) reinterpret_cast<float4*>(p_{o.name})[_v] = {vector};"
                           if variant.kind == "regs" else

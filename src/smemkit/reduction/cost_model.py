@@ -75,7 +75,7 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 
 from smemkit.hw.profile import DeviceProfile
-from smemkit.reduction.codegen import DEFAULT_THREADS, Variant, parse_variant_name
+from smemkit.reduction.codegen import Variant, default_threads, parse_variant_name
 from smemkit.reduction.kernels import CLUSTER_SIZES, L2_BUDGET_FRACTION, smem_per_cta
 from smemkit.reduction.spec import ReductionSpec
 
@@ -83,7 +83,9 @@ SCALAR_BYTES = 4
 # T_save against a single-read baseline: its stall counts when it holds at most this many CTAs
 # per SM at once (module docstring)
 SINGLE_READ_MAX_CTAS_PER_SM = 3
-# ... counted, for the baselines that hold their row on chip, in CTAs of this many threads
+# ... counted, for the baselines that hold their row on chip, in CTAs of this many threads (so a
+# regs baseline at full occupancy, 1024-2048 threads per SM, is 4-8 units: no stall credit unless
+# its grid is smaller than the GPU)
 SINGLE_READ_CTA_THREADS = 256
 ROW_RESIDENT_KINDS = ("staged", "regs")
 # cluster sizes whose ΔT are within this fraction of T_B count as a tie, won by the smaller P
@@ -216,7 +218,7 @@ def single_read_save(shape: KernelShape, profile: DeviceProfile, measured: Measu
     per_sm = measured.baseline_ctas_per_sm
     kind, threads, _, _ = parse_variant_name(measured.baseline_variant)
     if per_sm is not None and kind in ROW_RESIDENT_KINDS:
-        per_sm *= (threads or DEFAULT_THREADS.get(kind, 256)) / SINGLE_READ_CTA_THREADS
+        per_sm *= (threads or default_threads(kind)) / SINGLE_READ_CTA_THREADS
     if per_sm is None or per_sm > SINGLE_READ_MAX_CTAS_PER_SM:
         return 0.0
     compulsory = shape.M * shape.N * (shape.baseline_bytes - shape.reread_bytes)

@@ -162,7 +162,7 @@ def test_a_single_read_baseline_saves_only_its_stall_with_few_ctas_per_sm(varian
         # the deposit sees the baseline streaming compulsory bytes only (no re-read)
         assert t.t_deposit == 0.0
     fast = Measured(baseline_ms=0.9 * floor_ms, control_excess_ms={8: 0.0}, resident_clusters={8: 40},
-                    baseline_variant=variant, baseline_ctas_per_sm=1.0)
+                    baseline_variant=variant, baseline_ctas_per_sm=1.0 / unit)
     (t,) = evaluate(shape, PROFILE, fast, sizes=(8,)).terms
     assert t.t_save == 0.0 and t.delta < 0  # already at the floor: nothing to save
 
