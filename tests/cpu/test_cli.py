@@ -45,6 +45,7 @@ def test_advise_on_the_paper_h100_without_gpu(capsys):
     assert "T_save" in out and "verdict: use the cluster kernel" in out
     assert "measured: CREDIT repository" in out and "crossover" in out
     assert "non-cluster baseline: T_B = " in out and "(reread)" in out
+    assert "T_B's kernel re-reads HBM: T_save = T_B x b_reread / b_B (Eq. 7)" in out
 
 
 def test_advise_names_the_h200_baseline_kernel(capsys):
@@ -55,6 +56,16 @@ def test_advise_names_the_h200_baseline_kernel(capsys):
                  "--profile", "h200"]) == 0
     out = " ".join(capsys.readouterr().out.split())
     assert f"T_B = {point.measured.baseline_ms:.4f} ms ({point.measured.baseline_variant}, " in out
+
+
+def test_advise_says_which_t_save_rule_applies(capsys):
+    """layernorm_bwd 8K on the H200 table: T_B's regs_v4_t512 kernel at two 512-thread CTAs per
+    SM is four 256-thread units, above the stall limit: T_save = 0, keep the non-cluster kernel."""
+    assert main(["advise", "layernorm_bwd", "--rows", "2048", "--width", "8192", "--profile", "h200"]) == 0
+    out = " ".join(capsys.readouterr().out.split())
+    assert "(regs_v4_t512, 2.00 CTAs per SM at once)" in out
+    assert "reads once at 4.00 CTAs of 256 threads per SM (above 3): T_save = 0" in out
+    assert "verdict: keep the non-cluster kernel" in out
 
 
 def test_advise_says_when_dispatch_runs_the_triton_kernel(capsys):

@@ -47,6 +47,7 @@ def run(args: argparse.Namespace) -> int:
     per_sm = "" if m.baseline_ctas_per_sm is None else f", {m.baseline_ctas_per_sm:.2f} CTAs per SM at once"
     how = m.baseline_variant if e.inputs.startswith("measured") else "estimated at HBM bandwidth"
     console.print(f"non-cluster baseline: T_B = {m.baseline_ms:.4f} ms ({how}{per_sm})")
+    console.print(e.save_basis)
     best = e.verdict.best
     if e.verdict.profitable:
         console.print(f"[bold]verdict: use the cluster kernel with P = {best.P}[/bold] "

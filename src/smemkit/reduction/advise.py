@@ -24,6 +24,7 @@ from smemkit.reduction.cost_model import (
     evaluate,
     rejection,
     resident_estimate,
+    save_basis,
     shape_of,
 )
 from smemkit.reduction.spec import ReductionSpec
@@ -47,6 +48,7 @@ class Explanation:
     crossover_widths: tuple[int, ...]
     rejected: str | None = None
     measured: Measured | None = None  # the model's inputs at (M, N): T_B, its kernel, T_ctrl
+    save_basis: str | None = None  # which T_save rule applies, in words (cost_model.save_basis)
 
 
 def load_spec(name_or_path: str) -> ReductionSpec:
@@ -113,4 +115,4 @@ def explain(workload: str | ReductionSpec, M: int, N: int, profile: str | Device
         s, m, _ = inputs_at(spec, M, width, prof)
         verdicts[width] = evaluate(s, prof, m)
     return Explanation(spec.name, M, N, prof, verdict, source, crossover(verdicts), widths,
-                       measured=measured)
+                       measured=measured, save_basis=save_basis(shape, prof, measured))

@@ -210,15 +210,22 @@ def resident_estimate(shape: KernelShape, P: int, profile: DeviceProfile, thread
     return max(1, ctas_per_sm * profile.sm_count // P)
 
 
-def single_read_save(shape: KernelShape, profile: DeviceProfile, measured: Measured) -> float:
-    """T_save against a baseline that reads each element once from HBM (module docstring): its
-    time above the streaming floor when at most SINGLE_READ_MAX_CTAS_PER_SM of its CTAs are
-    resident per SM (CTAs of SINGLE_READ_CTA_THREADS threads for a row-resident baseline), else 0
-    (also when its residency is unknown: the conservative choice)."""
+def stall_units(measured: Measured) -> float | None:
+    """The single-read baseline's residency that SINGLE_READ_MAX_CTAS_PER_SM limits: its CTAs per
+    SM, counted in CTAs of SINGLE_READ_CTA_THREADS threads for a row-resident kind (None when
+    unknown)."""
     per_sm = measured.baseline_ctas_per_sm
     kind, threads, _, _ = parse_variant_name(measured.baseline_variant)
     if per_sm is not None and kind in ROW_RESIDENT_KINDS:
         per_sm *= (threads or default_threads(kind)) / SINGLE_READ_CTA_THREADS
+    return per_sm
+
+
+def single_read_save(shape: KernelShape, profile: DeviceProfile, measured: Measured) -> float:
+    """T_save against a baseline that reads each element once from HBM (module docstring): its
+    time above the streaming floor when ``stall_units`` is at most SINGLE_READ_MAX_CTAS_PER_SM,
+    else 0 (also when its residency is unknown: the conservative choice)."""
+    per_sm = stall_units(measured)
     if per_sm is None or per_sm > SINGLE_READ_MAX_CTAS_PER_SM:
         return 0.0
     compulsory = shape.M * shape.N * (shape.baseline_bytes - shape.reread_bytes)
@@ -273,6 +280,21 @@ def evaluate(shape: KernelShape, profile: DeviceProfile, measured: Measured,
         terms.append(Terms(P, True, None, waves, t_save, max(measured.control_excess_ms[P], 0.0),
                            t_replay, t_deposit, t_dsm, k))
     return Verdict(tuple(terms), 0.0 if ablation else shape.p_tie_fraction * measured.baseline_ms)
+
+
+def save_basis(shape: KernelShape, profile: DeviceProfile, measured: Measured) -> str:
+    """Which T_save rule applies at this shape, in words (``smemkit advise``)."""
+    if rereads_from_hbm(shape, profile, measured):
+        return "T_B's kernel re-reads HBM: T_save = T_B x b_reread / b_B (Eq. 7)"
+    units = stall_units(measured)
+    if units is None:
+        return "T_B's kernel reads once, its residency unknown: T_save = 0"
+    kind = parse_variant_name(measured.baseline_variant)[0]
+    unit = f"CTAs of {SINGLE_READ_CTA_THREADS} threads" if kind in ROW_RESIDENT_KINDS else "CTAs"
+    counted = units <= SINGLE_READ_MAX_CTAS_PER_SM
+    return (f"T_B's kernel reads once at {units:.2f} {unit} per SM "
+            f"({'at most' if counted else 'above'} {SINGLE_READ_MAX_CTAS_PER_SM}): T_save = "
+            + ("its time above the HBM streaming floor" if counted else "0, its CTAs overlap enough"))
 
 
 def dispatch_choice(verdict: Verdict, measured: Measured) -> tuple[str, int]:

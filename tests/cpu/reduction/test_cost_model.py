@@ -18,6 +18,7 @@ from smemkit.reduction.cost_model import (
     dispatch_choice,
     evaluate,
     rereads_from_hbm,
+    save_basis,
     shape_of,
 )
 
@@ -165,6 +166,21 @@ def test_a_single_read_baseline_saves_only_its_stall_with_few_ctas_per_sm(varian
                     baseline_variant=variant, baseline_ctas_per_sm=1.0 / unit)
     (t,) = evaluate(shape, PROFILE, fast, sizes=(8,)).terms
     assert t.t_save == 0.0 and t.delta < 0  # already at the floor: nothing to save
+
+
+def test_save_basis_names_the_rule_and_the_residency_it_compared():
+    shape = shape_of(LN, 2000, 65536)
+
+    def basis(variant, per_sm):
+        return save_basis(shape, PROFILE, Measured(baseline_ms=1.0, control_excess_ms={8: 0.0},
+                                                   baseline_variant=variant, baseline_ctas_per_sm=per_sm))
+
+    assert "re-reads HBM" in basis("reread", None) and "Eq. 7" in basis("reread", 4.0)
+    assert basis("staged", 1.0).endswith("1.00 CTAs of 256 threads per SM (at most 3): T_save = its "
+                                         "time above the HBM streaming floor")
+    assert "4.00 CTAs of 256 threads per SM (above 3): T_save = 0" in basis("regs_v4_t512", 2.0)
+    assert "reads once at 2.00 CTAs per SM (at most 3)" in basis("reread_l2_t512_rows", 2.0)
+    assert "residency unknown: T_save = 0" in basis("staged", None)
 
 
 def test_a_reread_kernel_counts_as_single_read_when_its_rows_in_flight_fit_the_l2():
