@@ -20,7 +20,7 @@ import torch
 
 from smemkit.errors import InvalidArgumentError
 from smemkit.reduction import autotune as tuning
-from smemkit.reduction.codegen import VARIANTS, Variant, parse_variant_name
+from smemkit.reduction.codegen import VARIANTS, Variant, default_threads, parse_variant_name
 from smemkit.reduction.kernels import (
     CLUSTER_SIZES,
     launch,
@@ -119,7 +119,7 @@ def variant_from_label(label: str, N: int) -> Variant:
     """The non-cluster Variant a table names by label ("staged", "reread_l2_t512_rows", "regs_v2_t512")."""
     kind, threads, prefetch, per_row = parse_variant_name(label)
     if kind == "regs":
-        return regs_variant(N, threads or 1024)
+        return regs_variant(N, threads)
     return Variant(kind, threads=threads, prefetch=prefetch, per_row=per_row)
 
 
@@ -183,7 +183,7 @@ def resolve_variant(spec: ReductionSpec, M: int, N: int, device: torch.device, v
     if kind == "regs":
         from smemkit.reduction.kernels import check_regs_width
 
-        check_regs_width(N, threads or 1024)
+        check_regs_width(N, threads or default_threads("regs"))
     return variant_from_label(variant, N)  # a triton variant that cannot run here: launch says why
 
 

@@ -289,7 +289,7 @@ def generate(spec: ReductionSpec, variant: Variant, min_blocks: int | None = Non
     w("  const int _rank = P > 1 ? static_cast<int>(cluster_ctarank()) : 0;")
     w("  const float Nf = static_cast<float>(N);")
     w("  const int _lane = threadIdx.x & 31, _warp = threadIdx.x >> 5;")
-    if not held and (len(staged) < len(spec.inputs) or (spec.columns and not staged_cols)):
+    if any(n not in staged and n not in held for n in spec.read_inputs):  # some pass loads from global
         w("  const u64 _l2_keep = l2_keep_policy();  // data read from global by several passes")
     row_buffers = 2 if variant.prefetch else 1
     if staged or staged_cols:

@@ -221,12 +221,17 @@ def stall_units(measured: Measured) -> float | None:
     return per_sm
 
 
+def stall_counted(measured: Measured) -> bool:
+    """Whether a single-read baseline's stall counts as T_save: ``stall_units`` at most
+    SINGLE_READ_MAX_CTAS_PER_SM (not when its residency is unknown: the conservative choice)."""
+    units = stall_units(measured)
+    return units is not None and units <= SINGLE_READ_MAX_CTAS_PER_SM
+
+
 def single_read_save(shape: KernelShape, profile: DeviceProfile, measured: Measured) -> float:
     """T_save against a baseline that reads each element once from HBM (module docstring): its
-    time above the streaming floor when ``stall_units`` is at most SINGLE_READ_MAX_CTAS_PER_SM,
-    else 0 (also when its residency is unknown: the conservative choice)."""
-    per_sm = stall_units(measured)
-    if per_sm is None or per_sm > SINGLE_READ_MAX_CTAS_PER_SM:
+    time above the streaming floor when ``stall_counted``, else 0."""
+    if not stall_counted(measured):
         return 0.0
     compulsory = shape.M * shape.N * (shape.baseline_bytes - shape.reread_bytes)
     floor_ms = compulsory / (profile.hbm_tbps * 1e12) * 1e3
@@ -291,7 +296,7 @@ def save_basis(shape: KernelShape, profile: DeviceProfile, measured: Measured) -
         return "T_B's kernel reads once, its residency unknown: T_save = 0"
     kind = parse_variant_name(measured.baseline_variant)[0]
     unit = f"CTAs of {SINGLE_READ_CTA_THREADS} threads" if kind in ROW_RESIDENT_KINDS else "CTAs"
-    counted = units <= SINGLE_READ_MAX_CTAS_PER_SM
+    counted = stall_counted(measured)
     return (f"T_B's kernel reads once at {units:.2f} {unit} per SM "
             f"({'at most' if counted else 'above'} {SINGLE_READ_MAX_CTAS_PER_SM}): T_save = "
             + ("its time above the HBM streaming floor" if counted else "0, its CTAs overlap enough"))

@@ -16,6 +16,7 @@ from smemkit.reduction.codegen import (
     LOOPED_REREAD_FALLBACK_BLOCKS,
     REGS_VECTORS,
     Variant,
+    default_threads,
     dynamic_smem_bytes,
     generate,
     kernel_name,
@@ -168,9 +169,11 @@ def check_regs_width(N: int, threads: int) -> None:
             f"variant='reread_l2' or a cluster variant")
 
 
-def regs_variant(N: int, threads: int = 1024) -> Variant:
-    """The ``regs`` kernel for width N: the fewest held vectors that cover the row (the largest
-    build when none does; ``legality`` then says why it cannot run)."""
+def regs_variant(N: int, threads: int = 0) -> Variant:
+    """The ``regs`` kernel for width N at ``threads`` (0: the kind's default): the fewest held
+    vectors that cover the row (the largest build when none does; ``legality`` then says why it
+    cannot run)."""
+    threads = threads or default_threads("regs")
     need = regs_vectors_needed(N, threads)
     vregs = next((v for v in REGS_VECTORS if v >= need), REGS_VECTORS[-1])
     return Variant("regs", threads=threads, vregs=vregs)

@@ -186,31 +186,34 @@ def compile_module(
     """
     defines = dict(defines or {})
     key = cache_key(source, arch, defines, ptxas_options)
-    hit = _usable(disk_cache.load(key))
-    if hit is None:
-        with disk_cache.locked(key):
-            hit = _usable(disk_cache.load(key))  # another process may have finished meanwhile
-            if hit is None:
-                cubin, log = _nvrtc_compile(source, label, arch, defines, ptxas_options)
-                resources = parse_ptxas_log(log)
-                if not resources:
-                    raise CompileError(
-                        f"NVRTC compiled kernel module '{label}' for {arch} but its log has no ptxas "
-                        f"resource lines (registers, spills) to check; log:\n{log}"
-                    )
-                disk_cache.store(key, disk_cache.CacheEntry(cubin, {"label": label, "arch": arch,
-                                                                    "log": log}))
-                return CompiledModule(label, arch, cubin, log, resources)
-    log = hit.meta.get("log", "")
-    return CompiledModule(label, arch, hit.cubin, log, parse_ptxas_log(log), from_cache=True)
+    hit = _cached(key, label, arch)
+    if hit is not None:
+        return hit
+    with disk_cache.locked(key):
+        hit = _cached(key, label, arch)  # another process may have finished meanwhile
+        if hit is not None:
+            return hit
+        cubin, log = _nvrtc_compile(source, label, arch, defines, ptxas_options)
+        resources = parse_ptxas_log(log)
+        if not resources:
+            raise CompileError(
+                f"NVRTC compiled kernel module '{label}' for {arch} but its log has no ptxas "
+                f"resource lines (registers, spills) to check; log:\n{log}"
+            )
+        disk_cache.store(key, disk_cache.CacheEntry(cubin, {"label": label, "arch": arch, "log": log}))
+        return CompiledModule(label, arch, cubin, log, resources)
 
 
-def _usable(entry: disk_cache.CacheEntry | None) -> disk_cache.CacheEntry | None:
-    """A cache entry, unless its log lacks ptxas' resource lines: entries stored before NVRTC's
-    own cache was switched off can hold such logs (NVRTC_CACHE_SINCE); they are compiled again."""
-    if entry is None or not parse_ptxas_log(entry.meta.get("log", "")):
+def _cached(key: str, label: str, arch: str) -> CompiledModule | None:
+    """The cached module under ``key``, unless there is none or its log lacks ptxas' resource
+    lines: entries stored before NVRTC's own cache was switched off can hold such logs
+    (NVRTC_CACHE_SINCE); they are compiled again."""
+    entry = disk_cache.load(key)
+    if entry is None:
         return None
-    return entry
+    log = entry.meta.get("log", "")
+    resources = parse_ptxas_log(log)
+    return CompiledModule(label, arch, entry.cubin, log, resources, from_cache=True) if resources else None
 
 
 def arch_for_capability(major: int, minor: int) -> str:
