@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import sys
 from pathlib import Path
 
@@ -31,7 +32,7 @@ import torch
 from smemkit.errors import UnsupportedDeviceError
 from smemkit.hw.environment import device_block
 from smemkit.hw.profile import select_profile
-from smemkit.reduction import BUILTIN, reference, run
+from smemkit.reduction import BUILTIN, reference
 from smemkit.reduction.api import variant_from_label
 from smemkit.reduction.calibrate import measure
 from smemkit.reduction.codegen import Variant
@@ -64,15 +65,19 @@ def shape(name: str, N: int, profile) -> tuple[dict, object, object]:
     want = reference(spec, tensors, scalars)
     cluster_ms: dict[int, float] = {}
     worst_err = 0.0
+    prepared = prepare(spec, tensors, scalars)  # checked once: T_B's kernel is timed the same way
     for P in (2, 4, 8, 16):
         def call(p=P):
-            return run(spec, tensors, scalars, variant="cluster", cluster_size=p)
+            launch(spec, Variant("cluster", p), prepared)
+        for out in prepared.outputs.values():  # poisoned: a kernel that skips an output fails
+            out.fill_(float("nan") if out.is_floating_point() else -128)
         try:
-            got = call()
+            call()
         except UnsupportedDeviceError:
             continue
-        worst_err = max(worst_err, max(relative_error(got[k], v) for k, v in want.items()
-                                       if got[k].dtype != torch.int8))
+        got = prepared.outputs
+        errs = [relative_error(got[k], v) for k, v in want.items() if got[k].dtype != torch.int8]
+        worst_err = max(worst_err, *(e if math.isfinite(e) else math.inf for e in errs))
         cluster_ms[P] = time_both_modes(call, warmup=3, reps=20).best.median_ms
     best_P = min(cluster_ms, key=cluster_ms.get)
     rounds = head_to_head(spec, tensors, scalars, variant_from_label(t_b_variant, N), best_P)
@@ -99,7 +104,7 @@ def head_to_head(spec, tensors: dict, scalars: dict, baseline: Variant, P: int,
     between processes (v9/)."""
     prepared = prepare(spec, tensors, scalars)
     calls = {"baseline": lambda: launch(spec, baseline, prepared),
-             "cluster": lambda: run(spec, tensors, scalars, variant="cluster", cluster_size=P)}
+             "cluster": lambda: launch(spec, Variant("cluster", P), prepared)}
     out = []
     for r in range(rounds):
         order = ("baseline", "cluster") if r % 2 == 0 else ("cluster", "baseline")
