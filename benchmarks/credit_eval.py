@@ -69,14 +69,16 @@ def shape(name: str, N: int, profile) -> tuple[dict, object, object]:
     for P in (2, 4, 8, 16):
         def call(p=P):
             launch(spec, Variant("cluster", p), prepared)
-        for out in prepared.outputs.values():  # poisoned: a kernel that skips an output fails
+        for out in prepared.outputs.values():  # poisoned: a kernel that skips an output fails the check
             out.fill_(float("nan") if out.is_floating_point() else -128)
         try:
             call()
         except UnsupportedDeviceError:
             continue
         got = prepared.outputs
-        errs = [relative_error(got[k], v) for k, v in want.items() if got[k].dtype != torch.int8]
+        errs = [relative_error(got[k], v) if got[k].dtype != torch.int8  # int8 codes: within 1
+                else (0.0 if float((got[k].double() - v).abs().max()) <= 1 else math.inf)
+                for k, v in want.items()]
         worst_err = max(worst_err, *(e if math.isfinite(e) else math.inf for e in errs))
         cluster_ms[P] = time_both_modes(call, warmup=3, reps=20).best.median_ms
     best_P = min(cluster_ms, key=cluster_ms.get)
