@@ -39,7 +39,7 @@ from smemkit.reduction.codegen import Variant
 from smemkit.reduction.cost_model import dispatch_choice, evaluate
 from smemkit.reduction.evaluation import baseline_table, crossovers, dispatch_vs_best_min, geomean_64k
 from smemkit.reduction.kernels import launch, prepare
-from smemkit.reduction.reference import relative_error
+from smemkit.reduction.reference import output_errors
 from smemkit.reduction.tables import TablePoint, points_from
 from smemkit.reduction.workloads import example_inputs
 from smemkit.runtime.timing import time_both_modes
@@ -75,11 +75,9 @@ def shape(name: str, N: int, profile) -> tuple[dict, object, object]:
             call()
         except UnsupportedDeviceError:
             continue
-        got = prepared.outputs
-        errs = [relative_error(got[k], v) if got[k].dtype != torch.int8  # int8 codes: within 1
-                else (0.0 if float((got[k].double() - v).abs().max()) <= 1 else math.inf)
-                for k, v in want.items()]
-        worst_err = max(worst_err, *(e if math.isfinite(e) else math.inf for e in errs))
+        errors = output_errors(prepared.outputs, want)  # int8 codes more than 1 off: infinite
+        codes_ok = (errors["max_code_diff"] or 0) <= 1
+        worst_err = max(worst_err, errors["rel_err"] if codes_ok else math.inf)
         cluster_ms[P] = time_both_modes(call, warmup=3, reps=20).best.median_ms
     best_P = min(cluster_ms, key=cluster_ms.get)
     rounds = head_to_head(spec, tensors, scalars, variant_from_label(t_b_variant, N), best_P)

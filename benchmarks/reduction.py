@@ -32,7 +32,7 @@ from smemkit.errors import InvalidArgumentError, UnsupportedDeviceError
 from smemkit.hw.environment import device_block
 from smemkit.reduction import BUILTIN, reference, run
 from smemkit.reduction.eager import EAGER
-from smemkit.reduction.reference import relative_error
+from smemkit.reduction.reference import output_errors
 from smemkit.reduction.workloads import example_inputs
 from smemkit.runtime.timing import time_both_modes
 
@@ -46,18 +46,6 @@ OURS = [("staged", None), ("reread", None), ("reread_t512", None), ("cluster", 2
         ("reread_l2", None), ("reread_l2_t512", None), ("reread_l2_rows", None),
         ("reread_l2_t512_rows", None), ("regs", None), ("regs_t512", None),
         ("regs_t256", None)]
-
-
-def errors_of(got: dict, want: dict) -> dict:
-    """Worst relative error over float outputs, and the largest int8 code difference."""
-    worst, code_diff = 0.0, None
-    for key, ref in want.items():
-        g = got[key]
-        if g.dtype == torch.int8:
-            code_diff = int((g.double() - ref).abs().max())
-        else:
-            worst = max(worst, relative_error(g, ref))
-    return {"rel_err": worst, "max_code_diff": code_diff}
 
 
 def baselines(methods: set[str]) -> dict[str, dict]:
@@ -98,7 +86,7 @@ def bench_shape(name: str, M: int, N: int, methods: set[str], table: dict, reps:
                             "ms": None, "eff_tbps": None, "rel_err": None, "illegal": str(exc)})
             return
         first_s = time.perf_counter() - t0
-        errors = errors_of(got, want)
+        errors = output_errors(got, want)
         del got
         both = time_both_modes(fn, warmup=5, reps=reps)
         timing = both.best

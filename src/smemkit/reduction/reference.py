@@ -82,6 +82,23 @@ def relative_error(got: torch.Tensor, ref: torch.Tensor) -> float:
     return float(diff / scale)
 
 
+def output_errors(got: Mapping[str, torch.Tensor],
+                  want: Mapping[str, torch.Tensor]) -> dict[str, float | int | None]:
+    """How far a kernel's outputs are from the float64 reference: ``rel_err``, the worst
+    :func:`relative_error` over the float outputs, and ``max_code_diff``, the largest difference of
+    an int8 output's codes from the reference's (None without int8 outputs; quantization may round
+    either way at a tie, so 1 is allowed)."""
+    worst, code_diff = 0.0, None
+    for key, ref in want.items():
+        out = got[key]
+        if out.dtype == torch.int8:
+            diff = int((out.double() - ref.to(out.device, torch.float64)).abs().max())
+            code_diff = max(code_diff or 0, diff)
+        else:
+            worst = max(worst, relative_error(out, ref))
+    return {"rel_err": worst, "max_code_diff": code_diff}
+
+
 def nonfinite_mismatches(got: torch.Tensor, ref: torch.Tensor) -> int:
     """Elements where the reference is NaN or ±inf and ``got`` is not the same."""
     ref = ref.to(torch.float64)

@@ -6,7 +6,7 @@ from handwritten_reference import HANDWRITTEN, make_inputs
 
 from smemkit.errors import InvalidArgumentError
 from smemkit.reduction import BUILTIN, Output, ReductionSpec, Stage, Stat, reference
-from smemkit.reduction.reference import nonfinite_mismatches, relative_error
+from smemkit.reduction.reference import nonfinite_mismatches, output_errors, relative_error
 
 
 @pytest.mark.parametrize("name", sorted(BUILTIN))
@@ -90,3 +90,21 @@ def test_names_the_generated_code_uses_are_reserved(name):
     with pytest.raises(InvalidArgumentError, match="reserved"):
         _spec(inputs=(name,), stages=(Stage((Stat("s", "sum", name),)),),
               outputs=(Output("y", f"{name} - s"),))
+
+
+def test_output_errors_floats_and_int8_codes():
+    """The benchmarks' correctness measure: worst float error, largest int8 code difference; a
+    poisoned (skipped) output shows as an infinite error or a code far off."""
+    torch.manual_seed(0)
+    want = {"y": torch.randn(5, 7, dtype=torch.float64), "scale": torch.rand(5, dtype=torch.float64) + 0.5,
+            "q": torch.randint(-127, 128, (5, 7)).double()}
+    got = {"y": want["y"].float(), "scale": want["scale"].float(), "q": want["q"].to(torch.int8)}
+    errors = output_errors(got, want)
+    assert errors["rel_err"] < 1e-7 and errors["max_code_diff"] == 0
+    got["q"] = (want["q"] + torch.where(want["q"] < 127, 1.0, -1.0)).to(torch.int8)  # every code 1 off
+    assert output_errors(got, want)["max_code_diff"] == 1
+    got["q"] = torch.full((5, 7), -128, dtype=torch.int8)  # poison left in place
+    assert output_errors(got, want)["max_code_diff"] == int((want["q"] + 128).max())
+    got["y"] = torch.full((5, 7), float("nan"))
+    assert output_errors(got, want)["rel_err"] == float("inf")
+    assert output_errors({"y": want["y"]}, {"y": want["y"]}) == {"rel_err": 0.0, "max_code_diff": None}
