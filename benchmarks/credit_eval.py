@@ -65,7 +65,8 @@ def shape(name: str, N: int, profile) -> tuple[dict, object, object]:
     want = reference(spec, tensors, scalars)
     cluster_ms: dict[int, float] = {}
     worst_err = 0.0
-    prepared = prepare(spec, tensors, scalars)  # checked once: T_B's kernel is timed the same way
+    prepared = prepare(spec, tensors, scalars)  # checked once: the cluster kernels and T_B's kernel
+    # are launched alike (kernels.launch), here and in the head to head
     for P in (2, 4, 8, 16):
         def call(p=P):
             launch(spec, Variant("cluster", p), prepared)
@@ -80,7 +81,7 @@ def shape(name: str, N: int, profile) -> tuple[dict, object, object]:
         worst_err = max(worst_err, errors["rel_err"] if codes_ok else math.inf)
         cluster_ms[P] = time_both_modes(call, warmup=3, reps=20).best.median_ms
     best_P = min(cluster_ms, key=cluster_ms.get)
-    rounds = head_to_head(spec, tensors, scalars, variant_from_label(t_b_variant, N), best_P)
+    rounds = head_to_head(spec, prepared, variant_from_label(t_b_variant, N), best_P)
     record = {
         "workload": name, "M": M, "N": N, "baseline_ms": measured.baseline_ms,
         "baseline_variant": t_b_variant, "baseline_ctas_per_sm": measured.baseline_ctas_per_sm,
@@ -95,14 +96,13 @@ def shape(name: str, N: int, profile) -> tuple[dict, object, object]:
     return record, model, ablation
 
 
-def head_to_head(spec, tensors: dict, scalars: dict, baseline: Variant, P: int,
+def head_to_head(spec, prepared, baseline: Variant, P: int,
                  rounds: int = HEAD_TO_HEAD_ROUNDS) -> list[dict]:
     """T_B's kernel and the best cluster kernel timed in alternating rounds (``time_both_modes``
     each): the measured winner of Table V. One timing per kernel, taken in different phases of the
     run, flipped points decided by < 2.5 % between runs; head to head (run_2026-11-30_ninth/v8/)
     each such point had one winner in all six rounds, though points within ~1 % still move
     between processes (v9/)."""
-    prepared = prepare(spec, tensors, scalars)
     calls = {"baseline": lambda: launch(spec, baseline, prepared),
              "cluster": lambda: launch(spec, Variant("cluster", P), prepared)}
     out = []

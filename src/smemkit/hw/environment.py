@@ -9,7 +9,7 @@ import subprocess
 import torch
 
 import smemkit
-from smemkit.runtime.compiler import nvrtc_version
+from smemkit.runtime.compiler import nvrtc_version_text
 
 
 def _nvidia_smi(query: str) -> str | None:
@@ -40,8 +40,7 @@ def software_versions() -> dict[str, str | None]:
             versions[module] = __import__(module, fromlist=["__version__"]).__version__
         except (ImportError, AttributeError):
             versions[module] = None
-    nvrtc = nvrtc_version()
-    versions["nvrtc"] = f"{nvrtc[0]}.{nvrtc[1]}" if nvrtc else None
+    versions["nvrtc"] = nvrtc_version_text()
     return versions
 
 

@@ -118,12 +118,17 @@ def nvrtc_version() -> tuple[int, int] | None:
     return (major, minor) if int(err) == 0 else None
 
 
+def nvrtc_version_text() -> str | None:
+    """``nvrtc_version`` as "major.minor" (None when NVRTC cannot be loaded)."""
+    version = nvrtc_version()
+    return f"{version[0]}.{version[1]}" if version else None
+
+
 @cache
 def _tool_versions() -> str:
     import cuda.core
 
-    version = nvrtc_version()
-    nvrtc = f"{version[0]}.{version[1]}" if version else "unknown"
+    nvrtc = nvrtc_version_text() or "unknown"
     return f"nvrtc={nvrtc};cuda.core={cuda.core.__version__};headers={toolkit_header_version()}"
 
 
