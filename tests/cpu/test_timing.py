@@ -21,3 +21,13 @@ def test_no_warm_up_runs_nothing():
     _keep_busy(lambda: calls.append(1), None, 0.0)
     _keep_busy(lambda: calls.append(1), None, -1.0)
     assert calls == []
+
+
+def test_the_persisting_l2_reset_is_on_by_default_and_can_be_left_out(monkeypatch):
+    from smemkit.runtime import timing
+
+    resets = []
+    monkeypatch.setattr(timing, "_time", lambda *args: resets.append(args[-1]))
+    time_gpu(lambda: None)
+    time_gpu(lambda: None, reset_persisting_l2=False)
+    assert resets == [True, False]

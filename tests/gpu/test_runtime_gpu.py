@@ -123,6 +123,20 @@ def test_time_gpu_keeps_the_gpu_busy_for_the_warm_up_time_before_timing():
     assert calls[0] - 6 >= 0.3 * 40.0 / max(one, 1e-3), (calls[0], one)  # gaps between batches
 
 
+def test_a_timing_without_the_reset_leaves_the_persisting_lines_alone(monkeypatch):
+    """reset_persisting_l2=False (the offload benchmarks) times without calling the driver's reset;
+    the default resets once per timed loop."""
+    from smemkit.runtime import timing
+
+    calls = []
+    monkeypatch.setattr(timing, "_reset_persisting_l2", lambda: calls.append(1))
+    x = torch.ones(1024, device="cuda")
+    timing.time_gpu(lambda: x.mul_(1.0), warmup=1, reps=3, warm_ms=0, reset_persisting_l2=False)
+    assert calls == []
+    timing.time_gpu(lambda: x.mul_(1.0), warmup=1, reps=3, warm_ms=0)
+    assert calls == [1]
+
+
 def test_a_timing_does_not_find_data_an_earlier_kernel_kept_in_l2():
     """Lines loaded with an evict_last policy outlive the L2 flush (its writes have normal
     priority); time_gpu returns them to normal priority first, so a 32 MB buffer that an evict_last

@@ -23,6 +23,13 @@ its own lines with evict_last still finds them in its next repetition (smemkit's
 kernels: within 1 % of a reset before every repetition, w3/; not measured for Triton's or
 torch.compile's kernels, which also load with evict_last).
 
+The reset is not free: after one, the offload ring (``smemkit.offload.ring_gemm``: chunked host
+copies and GEMMs on two streams) ran 2-3.5 % slower for the rest of the process, in alternating
+processes with and without it (benchmarks/results/h200/run_2026-11-30_fourteenth/a5, a6; the whole
+copy and cuBLAS were unchanged, and setting the persisting-L2 limit back after the reset recovered a
+third of it). So ``reset_persisting_l2=False`` leaves it out, for measurements in which nothing
+keeps L2 lines with evict_last (the offload benchmarks pass it to every timing of their process).
+
 ``graph=True`` captures one call in a CUDA graph and times its replays, so the host-side cost
 of launching (Python, argument checks) stays out and the GPU time is what is measured.
 ``flush_l2=True`` overwrites a buffer twice the L2 size before each repetition, so inputs come
@@ -121,16 +128,18 @@ def _keep_busy(call: Callable[[], object], flush: Callable[[], None] | None, war
 
 
 def time_gpu(fn: Callable[[], object], *, warmup: int = 3, reps: int = 20, graph: bool = False,
-             flush_l2: bool = False, warm_ms: float = WARM_MS) -> Timing:
+             flush_l2: bool = False, warm_ms: float = WARM_MS, reset_persisting_l2: bool = True) -> Timing:
     """Time ``fn`` (which launches GPU work on the current stream) with CUDA events, after
-    ``warmup`` calls and ``warm_ms`` of back-to-back calls (module docstring)."""
+    ``warmup`` calls, a reset of the L2's persisting lines (unless ``reset_persisting_l2`` is
+    False) and ``warm_ms`` of back-to-back calls (module docstring)."""
     if not math.isfinite(warm_ms):
         raise InvalidArgumentError(f"warm_ms={warm_ms}: a finite number of milliseconds (0: none)")
-    return _time(fn, warmup, reps, graph, _l2_flusher() if flush_l2 else None, warm_ms)
+    return _time(fn, warmup, reps, graph, _l2_flusher() if flush_l2 else None, warm_ms,
+                 reset_persisting_l2)
 
 
 def _time(fn: Callable[[], object], warmup: int, reps: int, graph: bool,
-          flush: Callable[[], None] | None, warm_ms: float) -> Timing:
+          flush: Callable[[], None] | None, warm_ms: float, reset: bool = True) -> Timing:
     """``time_gpu`` with the L2 flusher given (``time_both_modes`` builds one for both modes)."""
     for _ in range(warmup):
         fn()
@@ -142,7 +151,8 @@ def _time(fn: Callable[[], object], warmup: int, reps: int, graph: bool,
             fn()
         captured.replay()
         call = captured.replay
-    _reset_persisting_l2()
+    if reset:
+        _reset_persisting_l2()
     _keep_busy(call, flush, warm_ms)
     starts = [torch.cuda.Event(enable_timing=True) for _ in range(reps)]
     ends = [torch.cuda.Event(enable_timing=True) for _ in range(reps)]
