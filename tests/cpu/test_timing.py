@@ -31,3 +31,22 @@ def test_the_persisting_l2_reset_is_on_by_default_and_can_be_left_out(monkeypatc
     time_gpu(lambda: None)
     time_gpu(lambda: None, reset_persisting_l2=False)
     assert resets == [True, False]
+
+
+@pytest.mark.parametrize("script", ["offload_ops.py", "ring_breakdown.py"])
+def test_the_offload_benchmarks_time_without_the_persisting_l2_reset(script):
+    """Every time_gpu call in the offload benchmarks' processes passes reset_persisting_l2=False:
+    one reset made the ring 2-3.5 % slower there (runtime.timing's docstring); offload_attention
+    times through offload_ops' functions."""
+    import ast
+    from pathlib import Path
+
+    tree = ast.parse((Path(__file__).resolve().parents[2] / "benchmarks" / script).read_text())
+    timers = ("time_gpu", "time_both_modes")
+    calls = [node for node in ast.walk(tree) if isinstance(node, ast.Call)
+             and getattr(node.func, "id", getattr(node.func, "attr", None)) in timers]
+    assert calls
+    for call in calls:
+        flags = {k.arg: k.value for k in call.keywords}
+        assert isinstance(flags.get("reset_persisting_l2"), ast.Constant), (script, call.lineno)
+        assert flags["reset_persisting_l2"].value is False, (script, call.lineno)

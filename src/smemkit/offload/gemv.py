@@ -645,7 +645,7 @@ def split_linear(x: torch.Tensor, weight: SplitWeight, bias: torch.Tensor | None
 
 
 LINEAR_PATHS = ("auto", "kernel", "ring")
-# The auto rule's constants, from offload_ops.json of 2026-11-30 (the run that first timed both
+# The auto rule's constants, from offload_ops_run1.json (2026-11-30, the run that first timed both
 # paths at every point; docs/offload.md): past KERNEL_MAX_ROWS input rows the ring path was the
 # faster at all 28 points of batch 64; at batch 1-8 the split kernel streamed its HBM rows
 # KERNEL_HBM_SLOWDOWN x slower than cuBLAS (r = 0: 1.15-1.47x; 1.4 rather than the median 1.3
@@ -655,7 +655,7 @@ LINEAR_PATHS = ("auto", "kernel", "ring")
 # RING_COPY_OVERHEAD_S on top of its copy time. The model adds it once: where the rule weighs the
 # two paths (<= 8 rows) a small host part is one copy. It was 25 us for the ring before the eighth
 # session (r = 0.05, one 5.9 MB copy: 19-30 us); the side-stream ring pays 15-25 us there, and at
-# batch 1-8 of two runs of it (offload_ops.json; attention_ring/interleaved/
+# batch 1-8 of two runs of it (run_2026-11-30_eighth/offload_ops.json; attention_ring/interleaved/
 # offload_ops_run_ring_refactor.json, the same ring) 15 us picks the faster path at 51 and 49 of
 # 56 points against 47 and 45 with 25 us, and at 4 more points each the pick is <= 1.12x the ideal.
 KERNEL_MAX_ROWS = 8
