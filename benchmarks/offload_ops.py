@@ -22,7 +22,11 @@ Steps (records are written to --out after each one, so a timeout keeps what was 
                        congestion-controlled CTAs, HBM rows by the rest, one kernel; at r = 0
                        cuBLAS; past 64 rows the ring path (cuBLAS GEMMs, host rows copied by the
                        copy engine through a two-slot HBM ring under them); record "path"
-     cublas_hbm        torch.nn.functional.linear on the whole weight in HBM (the upper bound)
+     cublas_hbm        torch.nn.functional.linear on the whole weight in HBM (the upper bound),
+                       timed at every point right after smemkit: dense GEMMs at batch 512 run
+                       below the top SM clock, and one call moved 10-20 % between rounds
+                       (benchmarks/results/h200/run_2026-11-30_fourteenth/a7), so each point's
+                       comparison is made at the same moment (before: timed once per batch at r = 0)
      uva               UVA zero-copy as vLLM's CPU offload does it: cuBLAS (F.linear) on the HBM rows
                        and cuBLAS on a CUDA tensor aliasing the pinned host rows (read in place
                        over PCIe), outputs concatenated; where torch refuses the aliasing tensor,
@@ -33,7 +37,8 @@ Steps (records are written to --out after each one, so a timeout keeps what was 
    B_h / F; at or below it the host reads can hide under compute), 0.05 ... 1.
    Each record: op, shape, batch, r (asked), r_actual (host rows / N), method, ms (median), ideal_ms =
    max(r W / B_h, (1 - r) W / B_g, C / F) with B_h, B_g from step 1 and F the profile's bf16 rate,
-   ms_over_ideal, eff_gbps = (weight + x + y bytes) / time, rel_err.
+   ms_over_ideal, eff_gbps = (weight + x + y bytes) / time, rel_err, sm_mhz (the SM clock read
+   after the timing, NVML through torch; None where it cannot be read).
 A table is printed last.
 
 --sweep times a few launch configurations of split_linear (HBM pipeline depth, CTAs per SM, k-split,
@@ -175,7 +180,18 @@ def timed(fn, reps: int, warmup: int) -> tuple[dict, str]:
         log(f"  graph capture failed ({type(exc).__name__}: {str(exc)[:120]}); timing eagerly")
         t = time_gpu(fn, warmup=warmup, reps=reps, graph=False, flush_l2=True, reset_persisting_l2=False)
         mode = "eager"
-    return {"ms": t.median_ms, "p20_ms": t.p20_ms, "p80_ms": t.p80_ms, "samples": t.samples}, mode
+    return {"ms": t.median_ms, "p20_ms": t.p20_ms, "p80_ms": t.p80_ms, "samples": t.samples,
+            "sm_mhz": sm_clock_mhz()}, mode
+
+
+def sm_clock_mhz() -> int | None:
+    """The SM clock now (NVML, through torch), or None where it cannot be read."""
+    import torch
+
+    try:
+        return int(torch.cuda.clock_rate())
+    except Exception:  # no NVML (pynvml / amdsmi) in this environment
+        return None
 
 
 def measure_links(reps: int) -> dict:
@@ -367,7 +383,6 @@ def run(args: argparse.Namespace) -> int:
             ref = x.double() @ w64.T
             inputs[batch] = (x, ref, float(ref.norm()))
         del w64
-        cublas_done: dict[int, dict] = {}
         for label in [r.strip() for r in args.ratios.split(",") if r.strip()]:
             if stopped:
                 break
@@ -420,18 +435,11 @@ def run(args: argparse.Namespace) -> int:
                            "host_rows": 0 if method == "cublas_hbm" else sw.host_rows, "method": method}
                     ideal = ideal_hbm if method == "cublas_hbm" else ideal_split
                     try:
-                        if method == "cublas_hbm" and batch in cublas_done:
-                            rec.update(cublas_done[batch], measured_once_per_batch=True)
-                        else:
-                            rec["rel_err"] = _rel_err(fn, ref, ref_norm, batch, n_out)
-                            tm, mode = timed(fn, args.reps, args.warmup)
-                            rec.update(tm, timing=mode, ideal_ms=ideal * 1e3,
-                                       ms_over_ideal=tm["ms"] / (ideal * 1e3),
-                                       eff_gbps=io_bytes / (tm["ms"] * 1e-3) / 1e9)
-                            if method == "cublas_hbm":
-                                keep = ("rel_err", "ms", "p20_ms", "p80_ms", "samples", "timing", "ideal_ms",
-                                        "ms_over_ideal", "eff_gbps")
-                                cublas_done[batch] = {key: rec[key] for key in keep}
+                        rec["rel_err"] = _rel_err(fn, ref, ref_norm, batch, n_out)
+                        tm, mode = timed(fn, args.reps, args.warmup)
+                        rec.update(tm, timing=mode, ideal_ms=ideal * 1e3,
+                                   ms_over_ideal=tm["ms"] / (ideal * 1e3),
+                                   eff_gbps=io_bytes / (tm["ms"] * 1e-3) / 1e9)
                         if method == "uva":
                             rec["impl"] = uva_impl
                         if method == "smemkit":
