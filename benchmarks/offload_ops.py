@@ -23,10 +23,11 @@ Steps (records are written to --out after each one, so a timeout keeps what was 
                        cuBLAS; past 64 rows the ring path (cuBLAS GEMMs, host rows copied by the
                        copy engine through a two-slot HBM ring under them); record "path"
      cublas_hbm        torch.nn.functional.linear on the whole weight in HBM (the upper bound),
-                       timed at every point right after smemkit: dense GEMMs at batch 512 run
-                       below the top SM clock, and one call moved 10-20 % between rounds
-                       (benchmarks/results/h200/run_2026-11-30_fourteenth/a7), so each point's
-                       comparison is made at the same moment (before: timed once per batch at r = 0)
+                       timed at every point after smemkit (and the path auto did not take, where
+                       that is timed too): dense GEMMs at batch 512 run below the top SM clock, and
+                       one call moved 10-20 % between rounds (benchmarks/results/h200/
+                       run_2026-11-30_fourteenth/a7), so each point is compared with a cuBLAS
+                       timed moments apart (before: timed once per batch at r = 0)
      uva               UVA zero-copy as vLLM's CPU offload does it: cuBLAS (F.linear) on the HBM rows
                        and cuBLAS on a CUDA tensor aliasing the pinned host rows (read in place
                        over PCIe), outputs concatenated; where torch refuses the aliasing tensor,
