@@ -178,14 +178,28 @@ def parameter_kinds(spec: ReductionSpec) -> tuple[str, ...]:
     return ("ptr",) * pointers + ("f32",) * len(spec.scalars) + ("i32", "i32")
 
 
+def waits_per_input(spec: ReductionSpec, variant: Variant) -> bool:
+    """Whether each staged input's bulk copy completes on its own mbarrier, so that each pass
+    waits for its own inputs only: the staged kinds without prefetch, where the first pass reads
+    only some staged inputs (``generate`` says where it was measured)."""
+    return variant.staged and not variant.prefetch and bool(spec.staged_late)
+
+
+def barrier_count(spec: ReductionSpec, variant: Variant) -> int:
+    """mbarriers a staged kernel declares: row staging, column staging, two per stage (the
+    exchange, by row parity), one for the prefetch's second row buffer, and one per staged input
+    after the first where passes wait per input. None in the other kinds."""
+    if not variant.staged:
+        return 0
+    count = 2 + 2 * len(spec.stages) + (1 if variant.prefetch else 0)
+    return count + (len(spec.staged_inputs) - 1 if waits_per_input(spec, variant) else 0)
+
+
 def static_smem_bytes(spec: ReductionSpec, variant: Variant) -> int:
     """Shared memory the kernel declares statically (barriers in the staged kinds, exchange
     slots, reduce scratch)."""
     q = [len(s.stats) for s in spec.stages]
-    # row staging (one, or one per staged input: generate's split_wait), column staging, two per
-    # stage; one more row barrier with prefetch: an upper bound of what generate declares
-    barriers = 8 * (2 + 2 * len(q) + max(1, len(spec.staged_inputs) - 1)) if variant.staged else 0
-    raw = barriers + 8 * variant.P * sum(q) + 4 * (variant.threads // 32) * max(q)
+    raw = 8 * barrier_count(spec, variant) + 8 * variant.P * sum(q) + 4 * (variant.threads // 32) * max(q)
     return (raw + 127) // 128 * 128 + 128  # ptxas pads each array and rounds the total to 128 B
 
 
@@ -266,17 +280,16 @@ def generate(spec: ReductionSpec, variant: Variant, min_blocks: int | None = Non
     w("    " + ",\n    ".join(params) + ") {")
     nq = sum(q)
     ns = len(staged)
-    n_bars = 2 + 2 * len(q) + (1 if variant.prefetch else 0)
     second_buffer_bar = 2 + 2 * len(q)
     # One staging barrier per staged input when the first pass reads only some of them, so that
     # each pass waits for its own inputs: layernorm_bwd's stage 1 (x) and its exchange run while dy
     # still arrives. Measured on the H200 (run_2026-11-30_eleventh/x2/sw.log, best P): layernorm_bwd
     # 3.56 -> 3.76 TB/s at 64K, wvar_bwd 4.15 -> 4.33, softmax_bwd 4.18 -> 4.24; the staged kernels
     # +13-17 % at 16K. Where the first pass reads every staged input, one barrier (as before).
-    split_wait = variant.staged and not variant.prefetch and bool(spec.staged_late)
-    row_bar = {n: n_bars + i - 1 if i and split_wait else 0 for i, n in enumerate(staged)}
-    if split_wait:
-        n_bars += ns - 1
+    split_wait = waits_per_input(spec, variant)
+    n_bars = barrier_count(spec, variant)
+    # staged input i > 0 waits on barrier second_buffer_bar + i - 1 (no prefetch buffer here)
+    row_bar = {n: second_buffer_bar + i - 1 if i and split_wait else 0 for i, n in enumerate(staged)}
     waited: set[str] = set()  # staged inputs the row's passes so far have waited for
     w("  extern __shared__ __align__(128) float4 stage_buf[];")
     if variant.staged:  # bulk copies and exchanges complete on mbarriers; the other kinds use none
