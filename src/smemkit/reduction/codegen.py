@@ -280,7 +280,7 @@ def generate(spec: ReductionSpec, variant: Variant, min_blocks: int | None = Non
     w("    " + ",\n    ".join(params) + ") {")
     nq = sum(q)
     ns = len(staged)
-    second_buffer_bar = 2 + 2 * len(q)
+    second_buffer_bar = 2 + 2 * len(q)  # the first barrier after the fixed ones (barrier_count)
     # One staging barrier per staged input when the first pass reads only some of them, so that
     # each pass waits for its own inputs: layernorm_bwd's stage 1 (x) and its exchange run while dy
     # still arrives. Measured on the H200 (run_2026-11-30_eleventh/x2/sw.log, best P): layernorm_bwd

@@ -296,7 +296,7 @@ def save_basis(shape: KernelShape, profile: DeviceProfile, measured: Measured) -
         return "T_B's kernel reads once, its residency unknown: T_save = 0"
     kind = parse_variant_name(measured.baseline_variant)[0]
     unit = f"CTAs of {SINGLE_READ_CTA_THREADS} threads" if kind in ROW_RESIDENT_KINDS else "CTAs"
-    counted = stall_counted(measured)
+    counted = units <= SINGLE_READ_MAX_CTAS_PER_SM  # stall_counted, from the units already known
     return (f"T_B's kernel reads once at {units:.2f} {unit} per SM "
             f"({'at most' if counted else 'above'} {SINGLE_READ_MAX_CTAS_PER_SM}): T_save = "
             + ("its time above the HBM streaming floor" if counted else "0, its CTAs overlap enough"))

@@ -26,9 +26,10 @@ torch.compile's kernels, which also load with evict_last).
 The reset is not free: the offload ring (``smemkit.offload.ring_gemm``: chunked host copies and
 GEMMs on two streams) ran 2-3.5 % slower in processes that reset before each timed loop than in
 processes that did not, alternating (benchmarks/results/h200/run_2026-11-30_fourteenth/a5, a6;
-the whole copy and cuBLAS were unchanged, and setting the persisting-L2 limit back after each reset
-recovered a third of it). So ``reset_persisting_l2=False`` leaves it out, for measurements in which nothing
-keeps L2 lines with evict_last (the offload benchmarks pass it to every timing of their process).
+the whole copy and cuBLAS were unchanged, and setting the persisting-L2 limit back after each
+reset recovered a third of it). So ``reset_persisting_l2=False`` leaves it out, for measurements
+in which nothing keeps L2 lines with evict_last (the offload benchmarks pass it to every timing of
+their process).
 
 ``graph=True`` captures one call in a CUDA graph and times its replays, so the host-side cost
 of launching (Python, argument checks) stays out and the GPU time is what is measured.
