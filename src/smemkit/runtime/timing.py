@@ -16,14 +16,15 @@ rows they read again that way, so a kernel timed after them on the same inputs f
 in L2. Measured on the H200 (benchmarks/results/h200/run_2026-11-30_tenth/): a regs kernel timed
 after the re-read candidates ran 1-6 % faster than after a cluster kernel, at the same SM clock and
 shared-memory carveout; a read of 32 MB after an evict_last read of it ran 0.90x the time after a
-plain read, 0.99x with the reset (again in run_2026-11-30_fifteenth/c8, c9: 0.87-0.92x without,
-0.98-1.01x with; there the lars regs kernel at 4K also ran 1.5-1.8 % faster right after a re-read
-kernel on the same inputs than after one on a copy of them). With it, the CREDIT calibration's T_B
-and the head to head of the same kernel agree within 2 % at 30 and 29 of 30 points in two runs
-(before: 2-6 % apart at four points, 1.5 % at a fifth). The reset runs once per timed loop: a
-kernel that keeps its own lines with evict_last still finds them in its next repetition (smemkit's
-re-read kernels: within 1 % of a reset before every repetition, w3/; not measured for Triton's or
-torch.compile's kernels, which also load with evict_last).
+plain read, 0.99x with the reset. Measured again against an evict_last read of another buffer
+(run_2026-11-30_fifteenth/c8, c9): 0.87-0.92x without the reset, 0.98-1.01x with it (c9); in c8 the
+lars regs kernel at 4K also ran 1.5-1.8 % faster right after a re-read kernel on the same inputs
+than after one on a copy of them. With the reset, the CREDIT calibration's T_B and the head to head
+of the same kernel agree within 2 % at 30 and 29 of 30 points in two runs (before: 2-6 % apart at
+four points, 1.5 % at a fifth). The reset runs once per timed loop: a kernel that keeps its own
+lines with evict_last still finds them in its next repetition (smemkit's re-read kernels: within 1
+% of a reset before every repetition, w3/; torch.compile's, Triton's and smemkit's kernels at five
+reduction points: 0.988-1.007x, run_2026-11-30_fifteenth/c10).
 
 The reset is not free: the offload ring (``smemkit.offload.ring_gemm``: chunked host copies and
 GEMMs on two streams) ran 2-3.5 % slower in processes that reset before each timed loop than in
