@@ -20,7 +20,7 @@ import torch
 
 from smemkit.errors import InvalidArgumentError
 from smemkit.reduction import autotune as tuning
-from smemkit.reduction.codegen import VARIANTS, Variant, default_threads, parse_variant_name
+from smemkit.reduction.codegen import VARIANTS, Variant, parse_variant_name
 from smemkit.reduction.kernels import (
     CLUSTER_SIZES,
     launch,
@@ -180,11 +180,12 @@ def resolve_variant(spec: ReductionSpec, M: int, N: int, device: torch.device, v
         return Variant("cluster", P, prefetch=prefetch)
     if cluster_size not in (None, 1):
         raise InvalidArgumentError(f"cluster_size={cluster_size} only applies to variant='cluster'")
-    if kind == "regs":
+    chosen = variant_from_label(variant, N)  # a triton variant that cannot run here: launch says why
+    if chosen.kind == "regs":  # at the threads variant_from_label settled on (the kind's default for 0)
         from smemkit.reduction.kernels import check_regs_width
 
-        check_regs_width(N, threads or default_threads("regs"))
-    return variant_from_label(variant, N)  # a triton variant that cannot run here: launch says why
+        check_regs_width(N, chosen.threads)
+    return chosen
 
 
 def run(spec: ReductionSpec, tensors: Mapping[str, torch.Tensor], scalars: Mapping[str, float] | None = None,
