@@ -20,10 +20,11 @@
 // bank groups, and so do the copies (8 threads per row).
 //
 // Split-K: with split == 1 the CTA writes y directly. Otherwise each CTA stores its fp32 partial
-// tile to ws[tile][slice][64 x 64]; the CTA arriving last on the tile's counter (threadfence +
-// atomicAdd) sums the slices in order 0..split-1, adds the bias, converts, stores, and resets
-// the counter to 0. The sum order never depends on which CTA arrives last, so results are
-// bitwise reproducible.
+// of the valid outputs to ws[slice][M][N], and a second kernel, chunk_reduce, sums the slices in
+// order 0..split-1 over the whole grid (one output per thread), adds the bias, converts and
+// stores: results are bitwise reproducible. (A first version let the CTA arriving last on a tile
+// sum its slices: one SM reading split x 16 KB made a 64-row chunk 2-3x slower than cuBLAS,
+// benchmarks/results/h200/run_2026-11-30_sixteenth/c1.)
 //
 // Compile-time choice: CG_DTYPE 0 bf16 (default), 1 fp16 (x, w, bias and y share it).
 #ifndef CG_DTYPE
@@ -37,6 +38,7 @@
 #define CG_BN 64
 #define CG_BK 64
 #define CG_STAGES 4
+#define CG_REDUCE_THREADS 256
 #define CG_TILE_BYTES (CG_BM * CG_BK * 2)              // one operand's stage (BM == BN)
 #define CG_STAGE_BYTES (2 * CG_TILE_BYTES)
 #define CG_SMEM_BYTES (CG_STAGES * CG_STAGE_BYTES)    // dynamic shared memory of a launch
@@ -87,10 +89,9 @@ __device__ __forceinline__ void load_tile(u32 tile, const u16* __restrict__ src,
 
 extern "C" __global__ void __launch_bounds__(CG_THREADS, 3)
 chunk_gemm(const u16* __restrict__ x, const u16* __restrict__ w, const u16* __restrict__ bias,
-           u16* __restrict__ y, float* __restrict__ ws, u32* __restrict__ counters, int M, int N,
-           int K, int ldx, int ldw, int ldy, int split, int steps_per_split) {
+           u16* __restrict__ y, float* __restrict__ ws, int M, int N, int K, int ldx, int ldw, int ldy,
+           int split, int steps_per_split) {
   extern __shared__ __align__(128) unsigned char smem[];
-  __shared__ int s_last;
   const int tiles_n = (N + CG_BN - 1) / CG_BN;
   const int tile = blockIdx.x;
   const int m0 = (tile / tiles_n) * CG_BM;
@@ -183,47 +184,43 @@ chunk_gemm(const u16* __restrict__ x, const u16* __restrict__ w, const u16* __re
     return;
   }
 
-  float* part = ws + (static_cast<u64>(tile) * split + slice) * (CG_BM * CG_BN);
+  // split-K: this slice's fp32 partial of the valid outputs, ws[slice][m][n]; chunk_reduce sums them
+  float* part = ws + static_cast<u64>(slice) * M * N;
 #pragma unroll
   for (int i = 0; i < 2; ++i)
 #pragma unroll
-    for (int h = 0; h < 2; ++h)
+    for (int h = 0; h < 2; ++h) {
+      const int m = m0 + wm + i * 16 + g + 8 * h;
+      if (m >= M) continue;
 #pragma unroll
-      for (int j = 0; j < 4; ++j) {
-        const int lr = wm + i * 16 + g + 8 * h;
-        const int lc = wn + j * 8 + t2;
-        *reinterpret_cast<float2*>(part + lr * CG_BN + lc) =
-            make_float2(acc[i][j][2 * h], acc[i][j][2 * h + 1]);
-      }
-  if (!arrive_last(counters + tile, split, &s_last)) return;
-
-  // the last CTA: sum the slices in order 0..split-1 (8 loads in flight), add the bias, store
-  const float* tile_ws = ws + static_cast<u64>(tile) * split * (CG_BM * CG_BN);
-  for (int i0 = threadIdx.x * 4; i0 < CG_BM * CG_BN; i0 += CG_THREADS * 4) {
-    float4 sum = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
-    for (int s0 = 0; s0 < split; s0 += 8) {
-      float4 v[8];
+      for (int j = 0; j < 4; ++j)
 #pragma unroll
-      for (int j = 0; j < 8; ++j)
-        v[j] = s0 + j < split ? ld_partial4(tile_ws + static_cast<u64>(s0 + j) * (CG_BM * CG_BN) + i0)
-                              : make_float4(0.0f, 0.0f, 0.0f, 0.0f);
-#pragma unroll
-      for (int j = 0; j < 8; ++j) {
-        if (s0 + j < split) {
-          sum.x += v[j].x;
-          sum.y += v[j].y;
-          sum.z += v[j].z;
-          sum.w += v[j].w;
+        for (int e = 0; e < 2; ++e) {
+          const int n = n0 + wn + j * 8 + t2 + e;
+          if (n < N) part[static_cast<u64>(m) * N + n] = acc[i][j][2 * h + e];
         }
-      }
     }
-    const int m = m0 + i0 / CG_BN;
-    if (m >= M) continue;
-    const float r[4] = {sum.x, sum.y, sum.z, sum.w};
+}
+
+// y[m, n] = sum over slices 0..split-1 of ws[slice][m][n] in that order (+ bias[n]): one output per
+// thread, 8 slices' loads in flight, so the sum costs ~split/8 L2 round trips whatever the tile.
+extern "C" __global__ void __launch_bounds__(CG_REDUCE_THREADS)
+chunk_reduce(const float* __restrict__ ws, const u16* __restrict__ bias, u16* __restrict__ y, int M,
+             int N, int ldy, int split) {
+  const u64 count = static_cast<u64>(M) * N;
+  const u64 i = static_cast<u64>(blockIdx.x) * CG_REDUCE_THREADS + threadIdx.x;
+  if (i >= count) return;
+  float sum = 0.0f;
+  for (int s0 = 0; s0 < split; s0 += 8) {
+    float v[8];
 #pragma unroll
-    for (int e = 0; e < 4; ++e) {
-      const int n = n0 + i0 % CG_BN + e;
-      if (n < N) y[static_cast<u64>(m) * ldy + n] = from_f32(r[e] + (bias != nullptr ? to_f32(bias[n]) : 0.0f));
+    for (int j = 0; j < 8; ++j) v[j] = s0 + j < split ? ld_partial(ws + (s0 + j) * count + i) : 0.0f;
+#pragma unroll
+    for (int j = 0; j < 8; ++j) {
+      if (s0 + j < split) sum += v[j];
     }
   }
+  const int m = static_cast<int>(i / N);
+  const int n = static_cast<int>(i - static_cast<u64>(m) * N);
+  y[static_cast<u64>(m) * ldy + n] = from_f32(sum + (bias != nullptr ? to_f32(bias[n]) : 0.0f));
 }

@@ -4,8 +4,9 @@ skinny ``x @ rows.T`` over the whole GPU.
 A ring chunk is a few hundred weight rows, so its output has few tiles; cuBLAS runs each tile
 over the whole K (26-43 us per chunk on the H200, ``benchmarks/results/h200/ring_side/``), and
 the last chunk's GEMM is the ring's tail after its copy. :func:`plan_split` cuts K into slices so
-the grid has about two CTAs per SM; :func:`chunk_linear` launches it into a column slice of the
-layer's output. The plan is pure Python (tested without a GPU).
+the grid has about one CTA per SM (a second kernel sums the slices' partials in a fixed order);
+:func:`chunk_linear` launches them into a column slice of the layer's output. The plan is pure
+Python (tested without a GPU).
 """
 
 from __future__ import annotations
@@ -22,14 +23,17 @@ from smemkit.runtime.compiler import DEFAULT_ARCH, CompiledModule, compile_modul
 
 SOURCE = "offload/chunk_gemm.cu"
 KERNEL = "chunk_gemm"
-PARAMS = ("ptr",) * 6 + ("i32",) * 8
+PARAMS = ("ptr",) * 5 + ("i32",) * 8
+REDUCE = "chunk_reduce"
+REDUCE_PARAMS = ("ptr",) * 3 + ("i32",) * 4
+REDUCE_THREADS = 256
 # Mirrors of chunk_gemm.cu's constants (a CPU test checks them against the source).
 THREADS = 128
 TILE = 64  # output tile is TILE x TILE
 K_STEP = 64
 STAGES = 4
 SMEM_BYTES = STAGES * 2 * TILE * K_STEP * 2
-CTAS_PER_SM = 2  # the grid the split aims at (the kernel fits 3 per SM)
+CTAS_PER_SM = 1  # the grid the split aims at (the kernel fits 3 per SM)
 MIN_STEPS_PER_SLICE = 2  # fewer and the slices' partial traffic outweighs their k-steps
 DTYPE_CODE = {torch.bfloat16: 0, torch.float16: 1}
 DTYPE_NAME = {torch.bfloat16: "bf16", torch.float16: "fp16"}
@@ -47,9 +51,9 @@ def plan_split(m: int, n: int, k: int, sms: int) -> tuple[int, int, int]:
     return tiles, math.ceil(ksteps / steps), steps
 
 
-def workspace(tiles: int, split: int) -> tuple[int, int]:
-    """(fp32 partials, counters) a launch needs: none without a split."""
-    return (tiles * split * TILE * TILE, tiles) if split > 1 else (0, 0)
+def workspace_floats(m: int, n: int, split: int) -> int:
+    """fp32 partials a launch needs (one m x n matrix per K slice; none without a split)."""
+    return split * m * n if split > 1 else 0
 
 
 def eligible(x2: torch.Tensor, rows: torch.Tensor, out: torch.Tensor) -> bool:
@@ -86,29 +90,31 @@ def compile_variant(dtype: torch.dtype, arch: str = DEFAULT_ARCH) -> CompiledMod
 
 # ---- the GPU side -------------------------------------------------------------------------------
 
-_KERNELS: dict[torch.dtype, object] = {}
+_KERNELS: dict[tuple[torch.dtype, str], object] = {}
 _LOCK = threading.Lock()
 
 
-def _kernel(dtype: torch.dtype):
+def _kernel(dtype: torch.dtype, name: str = KERNEL):
     from smemkit.runtime.launch import KernelModule
 
     with _LOCK:
-        if dtype not in _KERNELS:
+        if (dtype, KERNEL) not in _KERNELS:
             module = KernelModule(source(), variant_label(dtype), defines(dtype))
-            _KERNELS[dtype] = module.function(KERNEL, PARAMS)
-        return _KERNELS[dtype]
+            _KERNELS[dtype, KERNEL] = module.function(KERNEL, PARAMS)
+            _KERNELS[dtype, REDUCE] = module.function(REDUCE, REDUCE_PARAMS)
+        return _KERNELS[dtype, name]
 
 
 def prepare(dtype: torch.dtype, device_index: int) -> None:
-    """Load the kernel on this GPU (before any graph capture)."""
-    _kernel(dtype).module._load(KERNEL, device_index)
+    """Load both kernels on this GPU (before any graph capture)."""
+    for name in (KERNEL, REDUCE):
+        _kernel(dtype, name).module._load(name, device_index)
 
 
 def chunk_linear(x2: torch.Tensor, rows: torch.Tensor, bias: torch.Tensor | None, out: torch.Tensor,
                  scratch: SplitScratch) -> None:
     """``out = x2 @ rows.T (+ bias)`` on the current stream (``out`` may be a column slice of a
-    row-major matrix). Operands must pass :func:`eligible`; kernels sharing ``scratch`` must run
+    row-major matrix). Operands must pass :func:`eligible`; launches sharing ``scratch`` must run
     one after another (one stream)."""
     from smemkit.runtime.device import gpu_info
 
@@ -116,9 +122,13 @@ def chunk_linear(x2: torch.Tensor, rows: torch.Tensor, bias: torch.Tensor | None
     n = rows.shape[0]
     device_index = x2.device.index
     tiles, split, steps = plan_split(m, n, k, gpu_info(device_index).sm_count)
-    ws, counters = scratch.reserve(*workspace(tiles, split))
+    ws, _ = scratch.reserve(workspace_floats(m, n, split), 0)
+    bias_ptr = 0 if bias is None else bias.data_ptr()
     _kernel(x2.dtype).launch(
-        (tiles, split, 1), THREADS, x2.data_ptr(), rows.data_ptr(), 0 if bias is None else bias.data_ptr(),
-        out.data_ptr(), 0 if ws is None else ws.data_ptr(), 0 if counters is None else counters.data_ptr(),
-        m, n, k, x2.stride(0), rows.stride(0), out.stride(0), split, steps, smem=SMEM_BYTES,
-        device=device_index)
+        (tiles, split, 1), THREADS, x2.data_ptr(), rows.data_ptr(), bias_ptr, out.data_ptr(),
+        0 if ws is None else ws.data_ptr(), m, n, k, x2.stride(0), rows.stride(0), out.stride(0), split,
+        steps, smem=SMEM_BYTES, device=device_index)
+    if split > 1:
+        _kernel(x2.dtype, REDUCE).launch(math.ceil(m * n / REDUCE_THREADS), REDUCE_THREADS, ws.data_ptr(),
+                                         bias_ptr, out.data_ptr(), m, n, out.stride(0), split,
+                                         device=device_index)
