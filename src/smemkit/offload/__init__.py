@@ -49,7 +49,7 @@ __all__ = [
 _LAZY = {
     "CongestionPoint": "congestion", "choose_window": "congestion", "default_host_config": "congestion",
     "run_congestion_probe": "congestion",
-    "LaunchPlan": "gemv", "OffloadedLinear": "gemv", "SplitScratch": "scratch", "plan_launch": "gemv",
+    "LaunchPlan": "gemv", "OffloadedLinear": "gemv", "SplitScratch": "gemv", "plan_launch": "gemv",
     "split_linear": "gemv",
     "PinnedBuffer": "pinned", "PinnedMemoryError": "pinned", "SplitWeight": "pinned",
     "host_rows_for_ratio": "pinned",

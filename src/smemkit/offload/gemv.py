@@ -9,8 +9,8 @@ default ``path="auto"`` runs it only where it is measured faster than the ring p
 under them): at 1-8 rows with a small host part (:func:`auto_path`). ``path="kernel"`` forces it
 (past 64 rows in chunks of 64, each reading the whole weight).
 
-The constants the kernel is built with and :func:`plan_launch` are pure Python (tested without a
-GPU); :func:`plan_launch` turns a shape and a host configuration into
+Everything above :class:`SplitScratch` is pure Python (tested without a GPU): the constants the
+kernel is built with, and :func:`plan_launch`, which turns a shape and a host configuration into
 a grid, a k-split per tier and the workspace it needs. The split is chosen so that every CTA of a
 tier gets the same number of units (no wave-quantization tail) at the least modelled cost.
 
@@ -36,7 +36,6 @@ from torch import nn
 from smemkit.errors import InvalidArgumentError, check_positive_int, is_int
 from smemkit.offload.pinned import WEIGHT_DTYPES, SplitWeight, check_weight
 from smemkit.offload.ring_gemm import host_ring, linear_into, ring_fits, ring_linear
-from smemkit.offload.scratch import SplitScratch
 from smemkit.runtime.compiler import DEFAULT_ARCH, CompiledModule, compile_module, package_source
 from smemkit.runtime.tensors import check_tensor
 
@@ -504,6 +503,36 @@ def prepare(dtype: torch.dtype, device_index: int, max_batch: int = MAX_BATCH, h
             if nt <= batch_tiles(min(max_batch, MAX_BATCH)):
                 kern = _kernel(dtype, nt, host_load, host_stage)
                 kern.module._load(kern.name, device_index)
+
+
+class SplitScratch:
+    """The split-K workspace (fp32 partials) and the arrival counters of one device.
+
+    Kernels on one stream use it one after another; two streams running split kernels at the same
+    time need a scratch each (pass ``scratch=``). Buffers only grow; an outgrown buffer is kept
+    alive, since a captured CUDA graph may still point at it. Counters are zero when a launch
+    starts and the kernel leaves them zero.
+    """
+
+    def __init__(self, device_index: int) -> None:
+        self.device_index = device_index
+        self.ws: torch.Tensor | None = None
+        self.counters: torch.Tensor | None = None
+        self._retired: list[torch.Tensor] = []
+        self._lock = threading.Lock()
+
+    def reserve(self, ws_floats: int, n_counters: int) -> tuple[torch.Tensor | None, torch.Tensor | None]:
+        with self._lock:
+            dev = torch.device("cuda", self.device_index)
+            if ws_floats and (self.ws is None or self.ws.numel() < ws_floats):
+                if self.ws is not None:
+                    self._retired.append(self.ws)
+                self.ws = torch.empty(ws_floats, dtype=torch.float32, device=dev)
+            if n_counters and (self.counters is None or self.counters.numel() < n_counters):
+                if self.counters is not None:
+                    self._retired.append(self.counters)
+                self.counters = torch.zeros(max(n_counters, 64), dtype=torch.int32, device=dev)
+            return (self.ws if ws_floats else None), (self.counters if n_counters else None)
 
 
 _SCRATCH: dict[int, SplitScratch] = {}

@@ -130,6 +130,26 @@ struct Cfg {
   static constexpr int HPH = GT >= 2 ? GT / 2 : 1;  // heads per half-warp in P . V
 };
 
+// After every thread stored its partials: count this CTA's arrival on `counter`. True (in every
+// thread) for the CTA that arrived last; it also resets the counter for the next launch.
+__device__ __forceinline__ bool arrive_last(u32* counter, int n, int* s_last) {
+  __threadfence();
+  __syncthreads();
+  if (threadIdx.x == 0) {
+    const u32 old = atomicAdd(counter, 1u);
+    const int last = old == static_cast<u32>(n - 1);
+    if (last) {
+      __threadfence();  // acquire on the thread that observed the count, before telling the CTA
+      atomicExch(counter, 0u);
+    }
+    *s_last = last;
+  }
+  __syncthreads();
+  const bool last = *s_last != 0;
+  if (last) __threadfence();
+  return last;
+}
+
 template <int GT, bool HOST>
 __device__ __forceinline__ void process_unit(const Args& a, Smem& sm, int pair, int c, int nch,
                                              int chunk, int active_warps, int* s_last) {

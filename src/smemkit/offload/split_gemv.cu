@@ -165,6 +165,16 @@ __device__ __forceinline__ uint4 ld_weight_host(const u16* p) {
 // x fragments of the host role: small and re-read by every warp of the CTA, so cached in L1.
 __device__ __forceinline__ uint4 ld_x(const u16* p) { return ld_v4<kLdCached>(p); }
 
+__device__ __forceinline__ float to_f32(u16 h) {
+#if GEMV_DTYPE == 0
+  return __uint_as_float(static_cast<u32>(h) << 16);
+#else
+  float f;
+  asm("cvt.f32.f16 %0, %1;" : "=f"(f) : "h"(h));
+  return f;
+#endif
+}
+
 // Position (in 16-byte chunks) of chunk c of stage row r.
 __device__ __forceinline__ int swz(int r, int c) { return r * ROW_CHUNKS + (c ^ ((r & 1) << 2)); }
 
@@ -195,6 +205,33 @@ __device__ __forceinline__ void store_tile(const float (&acc)[NT][4], int n0, in
       }
     }
   }
+}
+
+// After every thread of the CTA stored its partials: count this CTA's arrival on `counter`.
+// True (in every thread) for the CTA that arrived last, which then owns the reduction; that CTA
+// also resets the counter to 0, so the next launch starts clean.
+__device__ __forceinline__ bool arrive_last(u32* counter, int split, int* s_last) {
+  __threadfence();
+  __syncthreads();
+  if (threadIdx.x == 0) {
+    const u32 old = atomicAdd(counter, 1u);
+    const int last = old == static_cast<u32>(split - 1);
+    if (last) atomicExch(counter, 0u);
+    *s_last = last;
+  }
+  __syncthreads();
+  const bool last = *s_last != 0;
+  if (last) __threadfence();
+  return last;
+}
+
+__device__ __forceinline__ float4 ld_partial4(const float* p) {
+  float4 v;
+  asm volatile("ld.global.cg.v4.f32 {%0, %1, %2, %3}, [%4];"
+               : "=f"(v.x), "=f"(v.y), "=f"(v.z), "=f"(v.w)
+               : "l"(p)
+               : "memory");
+  return v;
 }
 
 // The last CTA of a tile: y = sum of the `split` partials in split order, + bias. Each thread

@@ -1,5 +1,5 @@
 // smemkit/half_mma.cuh: 16-bit tensor-core and load helpers shared by the offload kernels
-// (split_gemv.cu, split_attention.cu, chunk_gemm.cu).
+// (split_gemv.cu, split_attention.cu).
 //
 // The including file defines SMEMKIT_HALF_BF16 (1: bf16, 0: fp16) before including this header;
 // u16 (ptx.cuh) values hold one element of that type.
@@ -40,46 +40,6 @@ __device__ __forceinline__ void mma16816(float (&c)[4], u32 a0, u32 a1, u32 a2, 
       : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
       : "r"(a0), "r"(a1), "r"(a2), "r"(a3), "r"(b0), "r"(b1));
 #endif
-}
-
-__device__ __forceinline__ float to_f32(u16 h) {
-#if SMEMKIT_HALF_BF16
-  return __uint_as_float(static_cast<u32>(h) << 16);
-#else
-  float f;
-  asm("cvt.f32.f16 %0, %1;" : "=f"(f) : "h"(h));
-  return f;
-#endif
-}
-
-__device__ __forceinline__ float4 ld_partial4(const float* p) {
-  float4 v;
-  asm volatile("ld.global.cg.v4.f32 {%0, %1, %2, %3}, [%4];"
-               : "=f"(v.x), "=f"(v.y), "=f"(v.z), "=f"(v.w)
-               : "l"(p)
-               : "memory");
-  return v;
-}
-
-// Split-K "last block": after every thread of the CTA stored its partials, count this CTA's
-// arrival on `counter` (n arrivals make a tile). True (in every thread) for the CTA that arrived
-// last, which then owns the reduction; it also resets the counter to 0 for the next launch.
-__device__ __forceinline__ bool arrive_last(u32* counter, int n, int* s_last) {
-  __threadfence();
-  __syncthreads();
-  if (threadIdx.x == 0) {
-    const u32 old = atomicAdd(counter, 1u);
-    const int last = old == static_cast<u32>(n - 1);
-    if (last) {
-      __threadfence();  // acquire on the thread that observed the count, before telling the CTA
-      atomicExch(counter, 0u);
-    }
-    *s_last = last;
-  }
-  __syncthreads();
-  const bool last = *s_last != 0;
-  if (last) __threadfence();
-  return last;
 }
 
 __device__ __forceinline__ u16 from_f32(float f) {
