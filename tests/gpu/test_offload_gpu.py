@@ -210,7 +210,7 @@ def test_leading_dims_chunking_and_empty_input():
 
 
 @pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16])
-@pytest.mark.parametrize(("n", "k"), [(7, 136), (1000, 1032), (8192, 2048)])  # 8192 x 2048, r = 1: 4 chunks
+@pytest.mark.parametrize(("n", "k"), [(7, 136), (1000, 1032), (8192, 4096)])  # 8192 x 4096, r = 1: 4 chunks
 @pytest.mark.parametrize("batch", [1, 5, 64, 65, 200, 512])
 @pytest.mark.parametrize("ratio", [0.03, 0.5, 0.75, 1.0])
 def test_ring_path_matches_float64(dtype, n, k, batch, ratio):
@@ -219,7 +219,7 @@ def test_ring_path_matches_float64(dtype, n, k, batch, ratio):
     w, x, b = make(n, k, batch, dtype, bias=batch % 2 == 1)
     with SplitWeight(w, ratio) as sw:
         chunks, _ = host_chunks(sw.host_rows, k, 2)
-        # slots reused at 8192 x 2048, r >= 0.75
+        # slots reused at 8192 x 4096, r >= 0.75
         assert (chunks > 2) is (sw.host_rows * k * 2 > 2 * RING_SLOT_BYTES)
         outs = []
         for _ in range(2):
@@ -240,10 +240,10 @@ def test_ring_path_matches_float64(dtype, n, k, batch, ratio):
 def test_ring_path_on_two_streams_at_once():
     """Each calling stream has its own ring: interleaved calls on two streams never read each
     other's slots."""
-    ws = [make(4096, 2048, 96, torch.bfloat16, seed=s)[0] for s in (1, 2)]
+    ws = [make(8192, 2048, 96, torch.bfloat16, seed=s)[0] for s in (1, 2)]
     x = torch.randn(96, 2048, device="cuda", dtype=torch.bfloat16)
     streams = [torch.cuda.Stream(), torch.cuda.Stream()]
-    with SplitWeight(ws[0], 0.75) as a, SplitWeight(ws[1], 0.75) as b:  # 12 MB host: 2 chunks each
+    with SplitWeight(ws[0], 0.75) as a, SplitWeight(ws[1], 0.75) as b:  # 24 MB host: 2 chunks each
         outs = {0: [], 1: []}
         for _ in range(4):
             for i, (sw, stream) in enumerate(zip((a, b), streams, strict=True)):
@@ -264,7 +264,7 @@ def test_ring_waits_for_a_slow_gemm_stream_before_reusing_slots():
     from smemkit.offload.ring_gemm import host_chunks, host_ring
 
     dtype = torch.bfloat16
-    ws = [make(8192, 2048, 96, dtype, seed=s)[0] for s in (3, 4)]
+    ws = [make(16384, 2048, 96, dtype, seed=s)[0] for s in (3, 4)]
     x = torch.randn(96, 2048, device="cuda", dtype=dtype)
     ring = host_ring(x.device, dtype)
     with SplitWeight(ws[0], 0.75) as a, SplitWeight(ws[1], 0.75) as b:

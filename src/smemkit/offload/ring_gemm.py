@@ -1,5 +1,5 @@
 """Large-batch split linear: tensor-core GEMMs (cuBLAS) with the host rows brought in by the copy
-engine through a two-slot HBM ring, each chunk multiplied on a side stream as soon as it lands.
+engine through a two-slot HBM ring, each chunk multiplied on a side stream once it has landed.
 
 Past 64 input rows the decode kernel (``split_gemv.cu``) would read the whole weight again per 64
 rows; a batch of hundreds of tokens is compute-bound instead, and the host rows only need to
@@ -8,12 +8,15 @@ rows in one cuBLAS call on the caller's stream while, on two side streams, the c
 the host rows chunk by chunk in ring slot j mod 2 (a ``cudaMemcpyAsync`` from the pinned rows, no
 SM involved) and each landed chunk is multiplied by its own GEMM. The caller's stream waits for
 the last chunk's GEMM only. So with C/F >= r W / B_h (r at or below the
-hide threshold C/F x B_h / W) the copies hide under the HBM rows' GEMM, and what is left is the
-last chunk's GEMM, not a chain of GEMM pieces each waiting for its copy (the design before:
+hide threshold C/F x B_h / W) the copies hide under the HBM rows' GEMM, and what is left are the
+chunks' GEMMs, not a chain of GEMM pieces each waiting for its copy (the design before:
 geomean 1.206x the ideal over 80 points against 1.184x, ``benchmarks/results/h200/ring_side/``).
-That last GEMM is skinny (a chunk of a few hundred rows: 29 us for 512 x 144 x 14336 in cuBLAS,
-2 GFLOP) and sets the large-batch tail; cutting its K into a batched GEMM of fp32 partials
-measured slower (same directory).
+A chunk's GEMM only starts once the HBM rows' GEMM releases the SMs, whenever its copy landed,
+and is skinny (a few hundred rows): 11-14 us at batch 512 in a globaltimer timeline of the ring
+(``benchmarks/results/h200/run_2026-11-30_sixteenth/c3``). That sets the large-batch tail. Measured
+and not adopted: a K-split batched GEMM of fp32 partials (``ring_side/``); an mma.sync split-K
+kernel for the chunks, chunks shrinking toward the end, and an SM carveout for the HBM GEMM
+(``run_2026-11-30_sixteenth/``).
 
 The ring holds 2 x ``RING_SLOT_BYTES`` of HBM per (GPU, dtype, calling stream) however large the
 host part: offloading still saves the host rows' HBM. Its GEMM stream also gets its own cuBLAS
@@ -33,10 +36,11 @@ concurrently on different streams. The side streams come from torch's stream poo
 and priority, handed out in turn), so with many rings two may share a stream: still correct
 (every wait is on an event), but their work then queues instead of overlapping.
 
-Chunk j + 2 is copied only after chunk j's GEMM, which competes for the SMs with the HBM rows'
-GEMM on the caller's stream; at the benchmark's points the copies took as long as that GEMM
-anyway (8 MB: ~150 us each), and no stall was measured (``ring_side/``; the attention variant of
-this ring, whose HBM work is a long SDPA, did stall: ``attention_ring/``).
+Chunk j + 2 is copied only after chunk j's GEMM, which cannot start before the HBM rows' GEMM on
+the caller's stream releases the SMs (``run_2026-11-30_sixteenth/c3``): with 8 MB slots a 16.7 MB
+host part (the 470 MB layers at r_hide) in three chunks stalled its third copy until then, hence
+16 MB slots (``RING_SLOT_BYTES``). The attention variant of this ring, whose HBM work is a long
+SDPA, stalled the same way (``attention_ring/``).
 
 This is not DAK's direct-access GEMM (host tiles read by the GEMM kernel itself, e.g. by TMA): that
 kernel is not built (docs/offload.md).
@@ -53,9 +57,15 @@ from smemkit.errors import InvalidArgumentError
 from smemkit.offload.pinned import TILE_ROWS, SplitWeight
 
 RING_SLOTS = 2
-# Host bytes per chunk (one ring slot): small enough that the last chunk's GEMM, the one not
-# hidden under the HBM rows' GEMM, is short; large enough that the copies run at the link's rate.
-RING_SLOT_BYTES = 8 << 20
+# Host bytes per chunk (one ring slot). Every chunk's GEMM waits for cuBLAS's HBM-rows GEMM to
+# release the SMs (it is persistent; a 16-SM carveout did not change that) and then costs a GEMM
+# floor of 11-14 us at batch 512 however few its rows (globaltimer timeline,
+# benchmarks/results/h200/run_2026-11-30_sixteenth/c3), and a third chunk's copy waits for the
+# first chunk's GEMM. So a host part should fill as few chunks as HBM allows: 16 MB slots (32 MB
+# per ring) hold the 470 MB layers' host rows at r_hide in one chunk and at r = 0.05 in two, where
+# 8 MB slots took two and three (c5: 1.05-1.06x -> 1.02-1.04x cuBLAS at r_hide, 1.49-1.54x ->
+# 1.42-1.44x at r = 0.05, in one process).
+RING_SLOT_BYTES = 16 << 20
 
 
 class HostRing:
@@ -105,7 +115,7 @@ def free_rings() -> int:
 
 
 def ring_fits(k: int, elem_bytes: int) -> bool:
-    """Whether one ring slot holds a 16-row tile of the weight (K up to 262,144 at 2 bytes)."""
+    """Whether one ring slot holds a 16-row tile of the weight (K up to 524,288 at 2 bytes)."""
     return TILE_ROWS * k * elem_bytes <= RING_SLOT_BYTES
 
 

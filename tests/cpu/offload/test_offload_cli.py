@@ -96,9 +96,9 @@ def test_path_names_the_rule_choice_and_its_times(capsys, monkeypatch, shape, ba
 
 def test_path_agrees_with_split_linear_on_rows_too_wide_for_the_ring(capsys, monkeypatch):
     monkeypatch.setenv("COLUMNS", "200")
-    assert invoke(["offload", "path", "--shape", "4096x300000", "--batch", "16", "--ratio", "0.5",
+    assert invoke(["offload", "path", "--shape", "4096x600000", "--batch", "16", "--ratio", "0.5",
                    "--profile", "h200"]) == 0
-    assert "path: kernel (K = 300000: a ring slot cannot hold 16 weight rows)" in capsys.readouterr().out
+    assert "path: kernel (K = 600000: a ring slot cannot hold 16 weight rows)" in capsys.readouterr().out
 
 
 def test_path_bad_shape_is_a_clear_error():

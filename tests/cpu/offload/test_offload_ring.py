@@ -11,7 +11,7 @@ from smemkit.offload.ring_gemm import RING_SLOT_BYTES, host_chunks
 
 
 @pytest.mark.parametrize(("host_rows", "k"), [(720, 4096), (14336, 4096), (0, 2048), (16, 64), (16, 8192),
-                                               (28672, 8192), (48, 262144)])
+                                               (28672, 8192), (48, 524288)])
 def test_chunks_cover_the_host_rows_within_one_slot(host_rows, k):
     chunks, chunk = host_chunks(host_rows, k, 2)
     if not host_rows:
@@ -33,15 +33,15 @@ def test_a_row_too_wide_for_a_slot_is_refused_and_auto_takes_the_kernel():
     from smemkit.offload.gemv import linear_path
     from smemkit.offload.ring_gemm import ring_fits
 
-    assert ring_fits(262144, 2) and not ring_fits(262145, 2)
-    with pytest.raises(InvalidArgumentError, match="K = 262152 is too wide"):
-        host_chunks(16, 262152, 2)
-    wide = SimpleNamespace(host_rows=16, n_hbm=16, shape=(32, 262152), dtype=torch.bfloat16)
+    assert ring_fits(524288, 2) and not ring_fits(524289, 2)
+    with pytest.raises(InvalidArgumentError, match="K = 524296 is too wide"):
+        host_chunks(16, 524296, 2)
+    wide = SimpleNamespace(host_rows=16, n_hbm=16, shape=(32, 524296), dtype=torch.bfloat16)
     assert linear_path(wide, 512) == "kernel"
     from smemkit.offload.gemv import auto_path
 
-    assert auto_path(512, 1, 1, 1.0, 1.0, k=262152) == "kernel"
-    assert auto_path(512, 1, 1, 1.0, 1.0, k=262144) == "ring"
+    assert auto_path(512, 1, 1, 1.0, 1.0, k=524296) == "kernel"
+    assert auto_path(512, 1, 1, 1.0, 1.0, k=524288) == "ring"
 
 
 def test_auto_path_against_hand_computed_times():
@@ -78,7 +78,7 @@ def test_linear_path_forced_and_bad_values():
 
 
 @settings(max_examples=300, deadline=None)
-@given(host_rows=st.integers(1, 200_000), k=st.integers(8, 262_144).map(lambda v: v // 8 * 8))
+@given(host_rows=st.integers(1, 200_000), k=st.integers(8, 524_288).map(lambda v: v // 8 * 8))
 def test_chunks_cover_every_host_row_on_aligned_boundaries_within_a_slot(host_rows, k):
     chunks, chunk = host_chunks(host_rows, k, 2)
     assert chunk * k * 2 <= RING_SLOT_BYTES  # a host chunk fits one slot
