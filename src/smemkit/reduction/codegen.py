@@ -92,7 +92,9 @@ class Variant:
         """The re-read kernel at 512 threads ("reread_t512"), built like torch.compile's looped
         reduction kernels: element loop not unrolled, registers capped (LOOPED_REREAD_BLOCKS), so
         3-4 CTAs of 512 threads share an SM; lars 4K on the H200: 84.2 us against 86.7 for the
-        fastest other CUDA kernel (``run_2026-11-30_ninth/v5/``)."""
+        fastest other CUDA kernel (``run_2026-11-30_ninth/v5/``). A slice of whole vectors takes
+        two per trip with all their loads issued first (``generate(paired=True)``): lars 4K
+        0.996x torch.compile's time against 1.011x without (``run_2026-11-30_sixteenth/c7``)."""
         return self.kind == "reread" and self.threads == 512
 
     @property
@@ -220,9 +222,11 @@ def _rename(spec: ReductionSpec) -> dict[str, str]:
     return {"N": "Nf"}
 
 
-def generate(spec: ReductionSpec, variant: Variant, min_blocks: int | None = None) -> str:
+def generate(spec: ReductionSpec, variant: Variant, min_blocks: int | None = None,
+             paired: bool = True) -> str:
     """The complete CUDA source of one variant (``min_blocks`` overrides the variant's
-    __launch_bounds__ minimum CTAs per SM: ``kernels.kernel_source``)."""
+    __launch_bounds__ minimum CTAs per SM; ``paired=False`` leaves out the looped re-read kernel's
+    two-vectors-per-trip path: ``kernels.kernel_source`` picks the first build that does not spill)."""
     if spec.kernel_support is not None:
         raise InvalidArgumentError(f"workload spec '{spec.name}' has no kernel: it is {spec.kernel_support}")
     if variant.kind == "triton":
@@ -423,6 +427,29 @@ def generate(spec: ReductionSpec, variant: Variant, min_blocks: int | None = Non
             w(f"  const float {name} = 1.0f / {expr.to_cuda(hoisted[name], rename)};")
         return rewritten
 
+    def paired_fast_loop(used: list[str], last_pass: bool, vector_body) -> None:
+        """The looped re-read kernel's path for a slice of whole 16-byte vectors: two vectors per
+        trip, the loads of both issued before either is used (4 loads in flight per thread in
+        lars' statistics pass, 6 in its output pass, where the general loop waits for 2 and 3:
+        the pattern of torch.compile's lars-4K kernel, benchmarks/results/h200/
+        run_2026-11-30_sixteenth/c7 and sass/). The general loop follows under ``else``."""
+        w("  if (_s.nfull == _s.nvec) {  // whole vectors: two per trip, both vectors' loads first")
+        w("#pragma unroll 1")
+        w("  for (int _i = threadIdx.x; _i < _s.nvec; _i += 2 * THREADS) {")
+        w("    const bool _two = _i + THREADS < _s.nvec;")
+        w("    const long long _v0 = _s.v0 + _i;")
+        w("    const long long _v1 = _two ? _v0 + THREADS : _v0;  // else the first again, unused")
+        for n in used:
+            final = "true" if last_pass else "false"
+            for j in (0, 1):
+                w(f"    const float4 {n}4_{j} = load_full_vector<{final}>(p_{n}, _v{j}, _l2_keep);")
+        for j in (0, 1):
+            w("    {" if j == 0 else "    if (_two) {")
+            vector_body(lambda n, j=j: f"{n}4_{j}", f"_v{j}", "true", "  ")
+            w("    }")
+        w("  }")
+        w("  } else {")
+
     def element_loop(texts: list[str], body, header: list[str] | None = None,
                      footer: list[str] | None = None, last_pass: bool = False) -> None:
         """Loop over the slice's vectors; ``body(masked)`` gives the per-element lines.
@@ -449,6 +476,53 @@ def generate(spec: ReductionSpec, variant: Variant, min_blocks: int | None = Non
                                                                    for x in let_names)]
         batch = pass_batch(variant, len(used))
         fast = "_full && (_s.row_start & 3) == 0" if cols else "_full"
+        def load_src(n: str) -> str:
+            final = final_pass[n] == this_pass if exact_last_use else last_pass
+            return (f"s_{n}[_i]" if n in staged else f"r_{n}[_j]" if n in held else f"_b_{n}[_j]" if batch
+                    else f"load_vector<{'true' if final else 'false'}>(p_{n}, _v, _s, _l2_keep)")
+
+        def vector_body(src_of, v_expr: str = "_s.v0 + _i", full: str = "owns_index(_i, _s)",
+                        pad: str = "") -> None:
+            """One vector's lines: its inputs (``src_of(name)``), then the full or masked body."""
+            def wp(line: str) -> None:
+                w(line if line.startswith("#") else pad + line)
+            wp(f"    const long long _v = {v_expr};")
+            for n in used:
+                wp(f"    const float4 {n}4 = {src_of(n)};")
+                wp(f"    const float {n}_a[4] = {{{n}4.x, {n}4.y, {n}4.z, {n}4.w}};")
+            wp(f"    const bool _full = {full};")
+            for line in header or []:
+                wp("    " + line)
+            for masked in (False, True):
+                wp(f"    {'} else {' if masked else 'if (' + fast + ') {'}")
+                if not masked and cols:
+                    wp("      const int _col0 = static_cast<int>(4 * _v - _s.row_start);")
+                    for n in cols:
+                        src = (f"s_{n}[(_col0 - _s.lo) >> 2]" if n in staged_cols else
+                               f"__ldg(reinterpret_cast<const float4*>(p_{n} + _col0))")
+                        wp(f"      const float4 {n}4 = {src};")
+                        wp(f"      const float {n}_a[4] = {{{n}4.x, {n}4.y, {n}4.z, {n}4.w}};")
+                wp("#pragma unroll")
+                wp("      for (int _k = 0; _k < 4; ++_k) {")
+                if masked:
+                    wp("        const int _col = static_cast<int>(4 * _v + _k - _s.row_start);")
+                    wp("        const bool _valid = _col >= _s.lo && _col < _s.hi;")
+                for n in used:
+                    wp(f"        const float {n} = {n}_a[_k];")
+                for n in cols:
+                    src = (f"reinterpret_cast<const float*>(s_{n})[_col - _s.lo]" if n in staged_cols
+                           else f"__ldg(p_{n} + _col)")
+                    value = f"_valid ? {src} : 0.0f;" if masked else f"{n}_a[_k];"
+                    wp(f"        const float {n} = {value}")
+                for name, code in let_code:
+                    wp(f"        const float {name} = {code};")
+                for line in body(masked):
+                    wp("        " + line)
+                wp("      }")
+            wp("    }")
+            for line in footer or []:
+                wp("    " + line)
+
         if held:  # the per-thread vectors, fully unrolled so the held arrays stay in registers
             w("#pragma unroll")
             w("  for (int _j = 0; _j < VREGS; ++_j) {")
@@ -490,47 +564,15 @@ def generate(spec: ReductionSpec, variant: Variant, min_blocks: int | None = Non
             w("    const int _i = _i0 + _j * THREADS;")
             w("    if (_i >= _s.nvec) break;")
         else:
+            if variant.looped_reread and paired:
+                paired_fast_loop(used, last_pass, vector_body)
             w(f"#pragma unroll {variant.unroll}")
             w("  for (int _i = threadIdx.x; _i < _s.nvec; _i += THREADS) {")
-        w("    const long long _v = _s.v0 + _i;")
-        for n in used:
-            final = final_pass[n] == this_pass if exact_last_use else last_pass
-            src = (f"s_{n}[_i]" if n in staged else f"r_{n}[_j]" if n in held else f"_b_{n}[_j]" if batch
-                   else f"load_vector<{'true' if final else 'false'}>(p_{n}, _v, _s, _l2_keep)")
-            w(f"    const float4 {n}4 = {src};")
-            w(f"    const float {n}_a[4] = {{{n}4.x, {n}4.y, {n}4.z, {n}4.w}};")
-        w("    const bool _full = owns_index(_i, _s);")
-        for line in header or []:
-            w("    " + line)
-        for masked in (False, True):
-            w(f"    {'} else {' if masked else 'if (' + fast + ') {'}")
-            if not masked and cols:
-                w("      const int _col0 = static_cast<int>(4 * _v - _s.row_start);")
-                for n in cols:
-                    src = (f"s_{n}[(_col0 - _s.lo) >> 2]" if n in staged_cols else
-                           f"__ldg(reinterpret_cast<const float4*>(p_{n} + _col0))")
-                    w(f"      const float4 {n}4 = {src};")
-                    w(f"      const float {n}_a[4] = {{{n}4.x, {n}4.y, {n}4.z, {n}4.w}};")
-            w("#pragma unroll")
-            w("      for (int _k = 0; _k < 4; ++_k) {")
-            if masked:
-                w("        const int _col = static_cast<int>(4 * _v + _k - _s.row_start);")
-                w("        const bool _valid = _col >= _s.lo && _col < _s.hi;")
-            for n in used:
-                w(f"        const float {n} = {n}_a[_k];")
-            for n in cols:
-                src = (f"reinterpret_cast<const float*>(s_{n})[_col - _s.lo]" if n in staged_cols
-                       else f"__ldg(p_{n} + _col)")
-                w(f"        const float {n} = " + (f"_valid ? {src} : 0.0f;" if masked else f"{n}_a[_k];"))
-            for name, code in let_code:
-                w(f"        const float {name} = {code};")
-            for line in body(masked):
-                w("        " + line)
-            w("      }")
-        w("    }")
-        for line in footer or []:
-            w("    " + line)
+
+        vector_body(load_src)
         w("  }")
+        if variant.looped_reread and paired:
+            w("  }  // whole vectors / general slice")
         if batch:
             out[inner_start:] = [line if line.startswith("#") else "  " + line for line in out[inner_start:]]
             w("  }")

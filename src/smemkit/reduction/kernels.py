@@ -13,6 +13,7 @@ import torch
 
 from smemkit.errors import InvalidArgumentError, UnsupportedDeviceError
 from smemkit.reduction.codegen import (
+    LOOPED_REREAD_BLOCKS,
     LOOPED_REREAD_FALLBACK_BLOCKS,
     REGS_VECTORS,
     Variant,
@@ -50,14 +51,21 @@ def compiled_kernel(spec: ReductionSpec, variant: Variant) -> Kernel:
 
 
 def kernel_source(spec: ReductionSpec, variant: Variant) -> str:
-    """The CUDA source ``compiled_kernel`` builds: ``generate``'s, except that the looped re-read
-    kernel drops to LOOPED_REREAD_FALLBACK_BLOCKS CTAs per SM where this NVRTC spills registers
-    at LOOPED_REREAD_BLOCKS (checked by compiling for sm_90a, through the disk cache)."""
-    source = generate(spec, variant)
-    if variant.looped_reread:
-        name = kernel_name(spec, variant)
-        if compile_module(source, name, arch=DEFAULT_ARCH).resources[name].spills:
-            source = generate(spec, variant, min_blocks=LOOPED_REREAD_FALLBACK_BLOCKS)
+    """The CUDA source ``compiled_kernel`` builds: ``generate``'s, except for the looped re-read
+    kernel, which takes the first of these builds that this NVRTC compiles for sm_90a without
+    spilling registers (checked through the disk cache): LOOPED_REREAD_BLOCKS CTAs per SM with the
+    paired whole-vector path, then without it, then LOOPED_REREAD_FALLBACK_BLOCKS with, then
+    without (NVRTC 13.0: lars, layernorm_bwd, softmax_bwd and quant_int8 take the first, wvar_bwd
+    and pearson_bwd the third)."""
+    if not variant.looped_reread:
+        return generate(spec, variant)
+    name = kernel_name(spec, variant)
+    builds = [(blocks, paired) for blocks in (LOOPED_REREAD_BLOCKS, LOOPED_REREAD_FALLBACK_BLOCKS)
+              for paired in (True, False)]
+    for blocks, paired in builds:
+        source = generate(spec, variant, min_blocks=blocks, paired=paired)
+        if not compile_module(source, name, arch=DEFAULT_ARCH).resources[name].spills:
+            return source
     return source
 
 

@@ -157,19 +157,42 @@ def test_per_input_staging_barriers_are_distinct_and_declared(name, variant):
 
 
 def test_looped_reread_is_built_for_occupancy():
-    """reread_t512: element loop not unrolled; three CTAs per SM (a 42-register cap), or two
-    where this NVRTC would spill at three (kernels.kernel_source)."""
+    """reread_t512: element loop not unrolled; three CTAs per SM (a 42-register cap), with the
+    paired whole-vector path where it fits without spilling, else without it, else the same at two
+    CTAs per SM (kernels.kernel_source)."""
     v = Variant("reread", threads=512)
     assert v.looped_reread and v.unroll == 1 and v.min_blocks == 3
     assert not Variant("reread").looped_reread and Variant("reread").min_blocks == 2
+    order = [(3, True), (3, False), (2, True), (2, False)]
     for name in sorted(BUILTIN):
-        src = kernel_source(BUILTIN[name], v)
+        spec = BUILTIN[name]
+        src = kernel_source(spec, v)
         assert "#pragma unroll 1\n" in src and "#pragma unroll 2\n" not in src
         bound = 3 if "__launch_bounds__(THREADS, 3)" in src else 2
         assert f"__launch_bounds__(THREADS, {bound}) rr_{name}_reread_t512(" in src
-        if bound == 2:  # the fallback only where the three-CTA build spills
-            kname = kernel_name(BUILTIN[name], v)
-            assert compile_module(generate(BUILTIN[name], v), kname).resources[kname].spills
+        paired = "two per trip" in src
+        kname = kernel_name(spec, v)
+        for blocks, pair in order[:order.index((bound, paired))]:  # every earlier build spills
+            earlier = generate(spec, v, min_blocks=blocks, paired=pair)
+            assert compile_module(earlier, kname).resources[kname].spills
+        assert not compile_module(src, kname).resources[kname].spills
+
+
+def test_paired_path_issues_both_vectors_loads_first_and_keeps_the_sum_order():
+    """The looped re-read kernel's whole-vector path: every input's two vectors loaded before
+    either is used, then vector i and (if any) i + THREADS in that order, the general loop's order."""
+    src = generate(BUILTIN["lars"], Variant("reread", threads=512))
+    fast = src[src.index("two per trip"):]
+    fast = fast[:fast.index("} else {\n#pragma unroll 1")]
+    loads = re.findall(r"const float4 (\w)4_(\d) = load_full_vector<\w+>\(p_\w, _v(\d), _l2_keep\);", fast)
+    assert loads[:4] == [("w", "0", "0"), ("w", "1", "1"), ("g", "0", "0"), ("g", "1", "1")]
+    first_use = fast.index("const float4 w4 = w4_0;")
+    assert all(fast.index(f"{n}4_{j} = load_full_vector") < first_use for n, j, _ in loads[:4])
+    v0, v1 = fast.index("const long long _v = _v0;"), fast.index("const long long _v = _v1;")
+    assert v0 < fast.index("if (_two) {") < v1
+    assert "_i += 2 * THREADS" in fast
+    assert "two per trip" not in generate(BUILTIN["lars"], Variant("reread", threads=512), paired=False)
+    assert "two per trip" not in generate(BUILTIN["lars"], Variant("reread"))  # 256 threads: unchanged
 
 
 def test_the_triton_variant_is_not_generated():
