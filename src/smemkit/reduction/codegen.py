@@ -41,6 +41,12 @@ VARIANTS = ("cluster", "staged", "reread", "reread_l2", "regs", "triton")
 # where the local NVRTC spills at three (13.5: lars, 16 B): kernels.kernel_source decides.
 LOOPED_REREAD_BLOCKS = 3
 LOOPED_REREAD_FALLBACK_BLOCKS = 2
+# The looped re-read kernel's path for a slice of whole 16-byte vectors (``generate(whole=...)``):
+# "paired", two vectors per trip with all their loads first (torch.compile's lars-4K load pattern:
+# 4 and 6 loads in flight where the general loop has 2 and 3); "unrolled", unguarded loads with
+# the loop unrolled twice (pearson_bwd 4K 0.985x torch.compile, where "paired" spills at three
+# CTAs per SM: run_2026-11-30_sixteenth/c7); "none", the general loop only.
+WHOLE_PATHS = ("paired", "unrolled", "none")
 # Threads per CTA when a Variant leaves them at 0 (``default_threads``).
 DEFAULT_THREADS = {"reread_l2": 1024, "regs": 1024}
 REGS_VECTORS = (1, 2, 4)  # vectors per thread and held input a ``regs`` kernel may be built for
@@ -93,7 +99,7 @@ class Variant:
         reduction kernels: element loop not unrolled, registers capped (LOOPED_REREAD_BLOCKS), so
         3-4 CTAs of 512 threads share an SM; lars 4K on the H200: 84.2 us against 86.7 for the
         fastest other CUDA kernel (``run_2026-11-30_ninth/v5/``). A slice of whole vectors takes
-        two per trip with all their loads issued first (``generate(paired=True)``): lars 4K
+        two per trip with all their loads issued first (``generate(whole="paired")``): lars 4K
         0.996x torch.compile's time against 1.011x without (``run_2026-11-30_sixteenth/c7``)."""
         return self.kind == "reread" and self.threads == 512
 
@@ -223,10 +229,12 @@ def _rename(spec: ReductionSpec) -> dict[str, str]:
 
 
 def generate(spec: ReductionSpec, variant: Variant, min_blocks: int | None = None,
-             paired: bool = True) -> str:
+             whole: str = "paired") -> str:
     """The complete CUDA source of one variant (``min_blocks`` overrides the variant's
-    __launch_bounds__ minimum CTAs per SM; ``paired=False`` leaves out the looped re-read kernel's
-    two-vectors-per-trip path: ``kernels.kernel_source`` picks the first build that does not spill)."""
+    __launch_bounds__ minimum CTAs per SM; ``whole`` is the looped re-read kernel's path for a
+    slice of whole vectors, one of WHOLE_PATHS: ``kernels.kernel_source`` picks the build)."""
+    if whole not in WHOLE_PATHS:
+        raise InvalidArgumentError(f"whole={whole!r}; allowed: {', '.join(WHOLE_PATHS)}")
     if spec.kernel_support is not None:
         raise InvalidArgumentError(f"workload spec '{spec.name}' has no kernel: it is {spec.kernel_support}")
     if variant.kind == "triton":
@@ -564,14 +572,22 @@ def generate(spec: ReductionSpec, variant: Variant, min_blocks: int | None = Non
             w("    const int _i = _i0 + _j * THREADS;")
             w("    if (_i >= _s.nvec) break;")
         else:
-            if variant.looped_reread and paired:
+            if variant.looped_reread and whole == "paired":
                 paired_fast_loop(used, last_pass, vector_body)
+            elif variant.looped_reread and whole == "unrolled":
+                w("  if (_s.nfull == _s.nvec) {  // whole vectors: unguarded loads, the loop unrolled twice")
+                w("#pragma unroll 2")
+                w("  for (int _i = threadIdx.x; _i < _s.nvec; _i += THREADS) {")
+                final = "true" if last_pass else "false"
+                vector_body(lambda n: f"load_full_vector<{final}>(p_{n}, _v, _l2_keep)", full="true")
+                w("  }")
+                w("  } else {")
             w(f"#pragma unroll {variant.unroll}")
             w("  for (int _i = threadIdx.x; _i < _s.nvec; _i += THREADS) {")
 
         vector_body(load_src)
         w("  }")
-        if variant.looped_reread and paired:
+        if variant.looped_reread and whole != "none":
             w("  }  // whole vectors / general slice")
         if batch:
             out[inner_start:] = [line if line.startswith("#") else "  " + line for line in out[inner_start:]]

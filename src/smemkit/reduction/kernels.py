@@ -39,6 +39,12 @@ CLUSTER_SIZES = (2, 4, 8, 16)
 # 0.5, 0.75, 1.0): 0.75 was the fastest at most 32K-64K points and within noise at 8K-16K.
 # SMEMKIT_REREAD_L2_FRACTION overrides it for experiments.
 L2_BUDGET_FRACTION = 0.75
+# The looped re-read kernel's builds, (CTAs per SM, whole-vector path), in the order kernel_source
+# tries them: the paired path at three CTAs per SM (lars, layernorm_bwd, softmax_bwd, quant_int8
+# under NVRTC 13.0), else the unrolled one at four (pearson_bwd, wvar_bwd), else the general loop
+# at three, then the same two at two CTAs per SM.
+LOOPED_REREAD_BUILDS = ((LOOPED_REREAD_BLOCKS, "paired"), (4, "unrolled"), (LOOPED_REREAD_BLOCKS, "none"),
+                        (LOOPED_REREAD_FALLBACK_BLOCKS, "paired"), (LOOPED_REREAD_FALLBACK_BLOCKS, "none"))
 
 
 @cache
@@ -52,18 +58,13 @@ def compiled_kernel(spec: ReductionSpec, variant: Variant) -> Kernel:
 
 def kernel_source(spec: ReductionSpec, variant: Variant) -> str:
     """The CUDA source ``compiled_kernel`` builds: ``generate``'s, except for the looped re-read
-    kernel, which takes the first of these builds that this NVRTC compiles for sm_90a without
-    spilling registers (checked through the disk cache): LOOPED_REREAD_BLOCKS CTAs per SM with the
-    paired whole-vector path, then without it, then LOOPED_REREAD_FALLBACK_BLOCKS with, then
-    without (NVRTC 13.0: lars, layernorm_bwd, softmax_bwd and quant_int8 take the first, wvar_bwd
-    and pearson_bwd the third)."""
+    kernel, which takes the first of LOOPED_REREAD_BUILDS that this NVRTC compiles for sm_90a
+    without spilling registers (checked through the disk cache)."""
     if not variant.looped_reread:
         return generate(spec, variant)
     name = kernel_name(spec, variant)
-    builds = [(blocks, paired) for blocks in (LOOPED_REREAD_BLOCKS, LOOPED_REREAD_FALLBACK_BLOCKS)
-              for paired in (True, False)]
-    for blocks, paired in builds:
-        source = generate(spec, variant, min_blocks=blocks, paired=paired)
+    for blocks, whole in LOOPED_REREAD_BUILDS:
+        source = generate(spec, variant, min_blocks=blocks, whole=whole)
         if not compile_module(source, name, arch=DEFAULT_ARCH).resources[name].spills:
             return source
     return source

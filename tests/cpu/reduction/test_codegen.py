@@ -157,25 +157,31 @@ def test_per_input_staging_barriers_are_distinct_and_declared(name, variant):
 
 
 def test_looped_reread_is_built_for_occupancy():
-    """reread_t512: element loop not unrolled; three CTAs per SM (a 42-register cap), with the
-    paired whole-vector path where it fits without spilling, else without it, else the same at two
-    CTAs per SM (kernels.kernel_source)."""
+    """reread_t512: the general element loop not unrolled; the first build of LOOPED_REREAD_BUILDS
+    (a whole-vector path and CTAs per SM) this NVRTC compiles without spilling
+    (kernels.kernel_source)."""
+    from smemkit.reduction.kernels import LOOPED_REREAD_BUILDS
+
     v = Variant("reread", threads=512)
     assert v.looped_reread and v.unroll == 1 and v.min_blocks == 3
     assert not Variant("reread").looped_reread and Variant("reread").min_blocks == 2
-    order = [(3, True), (3, False), (2, True), (2, False)]
+    marks = {"paired": "two per trip", "unrolled": "the loop unrolled twice"}
     for name in sorted(BUILTIN):
         spec = BUILTIN[name]
         src = kernel_source(spec, v)
-        assert "#pragma unroll 1\n" in src and "#pragma unroll 2\n" not in src
-        bound = 3 if "__launch_bounds__(THREADS, 3)" in src else 2
-        assert f"__launch_bounds__(THREADS, {bound}) rr_{name}_reread_t512(" in src
-        paired = "two per trip" in src
         kname = kernel_name(spec, v)
-        for blocks, pair in order[:order.index((bound, paired))]:  # every earlier build spills
-            earlier = generate(spec, v, min_blocks=blocks, paired=pair)
-            assert compile_module(earlier, kname).resources[kname].spills
+        chosen = [b for b in LOOPED_REREAD_BUILDS if src == generate(spec, v, min_blocks=b[0], whole=b[1])]
+        assert len(chosen) == 1, name
+        blocks, whole = chosen[0]
+        assert f"__launch_bounds__(THREADS, {blocks}) rr_{name}_reread_t512(" in src
+        assert all((mark in src) == (w == whole) for w, mark in marks.items())
+        assert "#pragma unroll 1\n" in src and ("#pragma unroll 2\n" in src) == (whole == "unrolled")
+        for earlier in LOOPED_REREAD_BUILDS[:LOOPED_REREAD_BUILDS.index(chosen[0])]:  # each spills
+            text = generate(spec, v, min_blocks=earlier[0], whole=earlier[1])
+            assert compile_module(text, kname).resources[kname].spills
         assert not compile_module(src, kname).resources[kname].spills
+    with pytest.raises(InvalidArgumentError, match="whole='pairs'; allowed: paired, unrolled, none"):
+        generate(BUILTIN["lars"], v, whole="pairs")
 
 
 def test_paired_path_issues_both_vectors_loads_first_and_keeps_the_sum_order():
@@ -191,7 +197,7 @@ def test_paired_path_issues_both_vectors_loads_first_and_keeps_the_sum_order():
     v0, v1 = fast.index("const long long _v = _v0;"), fast.index("const long long _v = _v1;")
     assert v0 < fast.index("if (_two) {") < v1
     assert "_i += 2 * THREADS" in fast
-    assert "two per trip" not in generate(BUILTIN["lars"], Variant("reread", threads=512), paired=False)
+    assert "two per trip" not in generate(BUILTIN["lars"], Variant("reread", threads=512), whole="none")
     assert "two per trip" not in generate(BUILTIN["lars"], Variant("reread"))  # 256 threads: unchanged
 
 
