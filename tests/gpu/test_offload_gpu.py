@@ -322,8 +322,12 @@ def check_in_a_cuda_graph(lin, ratio, rows, max_batch=64):
 
 def test_large_batch_ring_path_in_a_cuda_graph():
     torch.manual_seed(2)
-    lin = nn.Linear(2048, 8192, bias=True).to("cuda", torch.bfloat16)
-    check_in_a_cuda_graph(lin, 0.75, 300, max_batch=300)  # r = 0.75: 3 ring chunks
+    from smemkit.offload.pinned import host_rows_for_ratio
+    from smemkit.offload.ring_gemm import host_chunks
+
+    lin = nn.Linear(2048, 16384, bias=True).to("cuda", torch.bfloat16)
+    assert host_chunks(host_rows_for_ratio(16384, 0.75), 2048, 2)[0] == 3  # 48 MiB: a slot refilled
+    check_in_a_cuda_graph(lin, 0.75, 300, max_batch=300)
 
 
 def test_argument_errors_on_the_gpu():

@@ -90,10 +90,8 @@ def test_every_variant_every_width(name, variant, P):
     assert ran >= (4 if variant == "regs_t256" else 5), "a variant should run on most widths"
 
 
-@pytest.mark.parametrize("variant,P", VARIANTS, ids=lambda v: str(v))
-@pytest.mark.parametrize("name", sorted(BUILTIN))
-def test_single_row_and_special_rows(name, variant, P):
-    N = 4093 if variant == "regs_t256" else 4099  # odd, not a multiple of the vector width
+def check_special_rows(name, N, variant, P):
+    """M = 1, then rows of zeros, NaN, +inf and -inf against float64, and a bitwise repeat."""
     try:
         run_case(name, 1, N, variant, P)
     except UnsupportedDeviceError:
@@ -112,6 +110,21 @@ def test_single_row_and_special_rows(name, variant, P):
     for key in got:
         a, b = got[key], again[key]
         assert torch.equal(a.view(torch.uint8), b.view(torch.uint8)), f"{key} not bitwise repeatable"
+
+
+@pytest.mark.parametrize("variant,P", VARIANTS, ids=lambda v: str(v))
+@pytest.mark.parametrize("name", sorted(BUILTIN))
+def test_single_row_and_special_rows(name, variant, P):
+    check_special_rows(name, 4093 if variant == "regs_t256" else 4099, variant, P)  # odd widths
+
+
+@pytest.mark.parametrize("N", [4100, 6000, 8196])
+@pytest.mark.parametrize("name", sorted(BUILTIN))
+def test_reread_t512_whole_vector_path(name, N):
+    """reread_t512's path for rows of whole 16-byte vectors (paired or unrolled, kernels.kernel_source)
+    at vector counts that are not a multiple of 2 x 512 threads, so some threads' last trip has
+    no second vector: special rows against float64 and bitwise repeats."""
+    check_special_rows(name, N, "reread_t512", None)
 
 
 @pytest.mark.parametrize("variant,P", [("staged_pf", None), ("cluster_pf", 2), ("cluster_pf", 8),
