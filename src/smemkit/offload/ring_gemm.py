@@ -11,8 +11,8 @@ the last chunk's GEMM only. So with C/F >= r W / B_h (r at or below the
 hide threshold C/F x B_h / W) the copies hide under the HBM rows' GEMM, and what is left are the
 chunks' GEMMs, not a chain of GEMM pieces each waiting for its copy (the design before:
 geomean 1.206x the ideal over 80 points against 1.184x, ``benchmarks/results/h200/ring_side/``).
-A chunk's GEMM only starts once the HBM rows' GEMM releases the SMs, whenever its copy landed,
-and is skinny (a few hundred rows): 11-14 us at batch 512 in a globaltimer timeline of the ring
+A chunk's GEMM finishes only around the end of the HBM rows' GEMM, whenever its copy landed, and
+is skinny: 7.5-15 us at batch 512 (16-720 rows) in a globaltimer timeline of the ring
 (``benchmarks/results/h200/run_2026-11-30_sixteenth/c3``). That sets the large-batch tail. Measured
 and not adopted: a K-split batched GEMM of fp32 partials (``ring_side/``); an mma.sync split-K
 kernel for the chunks, chunks shrinking toward the end, and an SM carveout for the HBM GEMM
@@ -36,9 +36,9 @@ concurrently on different streams. The side streams come from torch's stream poo
 and priority, handed out in turn), so with many rings two may share a stream: still correct
 (every wait is on an event), but their work then queues instead of overlapping.
 
-Chunk j + 2 is copied only after chunk j's GEMM, which cannot start before the HBM rows' GEMM on
-the caller's stream releases the SMs (``run_2026-11-30_sixteenth/c3``): with 8 MB slots a 16.7 MB
-host part (the 470 MB layers at r_hide) in three chunks stalled its third copy until then, hence
+Chunk j + 2 is copied only after chunk j's GEMM, which finishes only around the end of the HBM
+rows' GEMM on the caller's stream (``run_2026-11-30_sixteenth/c3``): with 8 MB slots a 23.6 MB
+host part (the 470 MB layers at r = 0.05) in three chunks stalled its third copy until then, hence
 16 MB slots (``RING_SLOT_BYTES``). The attention variant of this ring, whose HBM work is a long
 SDPA, stalled the same way (``attention_ring/``).
 
@@ -57,14 +57,13 @@ from smemkit.errors import InvalidArgumentError
 from smemkit.offload.pinned import TILE_ROWS, SplitWeight
 
 RING_SLOTS = 2
-# Host bytes per chunk (one ring slot). Every chunk's GEMM waits for cuBLAS's HBM-rows GEMM to
-# release the SMs (it is persistent; a 16-SM carveout did not change that) and then costs a GEMM
-# floor of 11-14 us at batch 512 however few its rows (globaltimer timeline,
-# benchmarks/results/h200/run_2026-11-30_sixteenth/c3), and a third chunk's copy waits for the
-# first chunk's GEMM. So a host part should fill as few chunks as HBM allows: 16 MB slots (32 MB
-# per ring) hold the 470 MB layers' host rows at r_hide in one chunk and at r = 0.05 in two, where
-# 8 MB slots took two and three (c5: 1.05-1.06x -> 1.02-1.04x cuBLAS at r_hide, 1.49-1.54x ->
-# 1.42-1.44x at r = 0.05, in one process).
+# Host bytes per chunk (one ring slot). Chunk GEMMs finish only around the end of cuBLAS's
+# HBM-rows GEMM (a 16-SM carveout did not change that), then cost 7.5-15 us each at batch 512
+# (globaltimer timeline, benchmarks/results/h200/run_2026-11-30_sixteenth/c3), and a third chunk's
+# copy waits for the first chunk's GEMM. So a host part should fill as few chunks as HBM allows:
+# 16 MB slots (32 MB per ring) hold the 470 MB layers' host rows at r_hide in one chunk and at
+# r = 0.05 in two, where 8 MB slots took two and three (c5: 1.05-1.06x -> 1.02-1.04x cuBLAS at
+# r_hide, 1.49-1.54x -> 1.42-1.44x at r = 0.05, in one process).
 RING_SLOT_BYTES = 16 << 20
 
 

@@ -36,16 +36,18 @@ OP_STRUCT = {"sum": "OpSum", "max": "OpMax", "min": "OpMin"}
 VARIANTS = ("cluster", "staged", "reread", "reread_l2", "regs", "triton")
 # "triton": not generated here; smemkit's hand-written Triton kernel of a built-in workload
 # (reduction.triton_kernels), a non-cluster candidate that dispatch and autotuning may pick.
-# The looped re-read kernel's __launch_bounds__ minimum CTAs per SM: three (at most 42 registers;
-# NVRTC 13.0 then uses 32-40 and spills nothing; four, 32 registers, spills pearson_bwd), and two
-# where the local NVRTC spills at three (13.5: lars, 16 B): kernels.kernel_source decides.
+# The looped re-read kernel's __launch_bounds__ minimum CTAs per SM: three (at most 42 registers),
+# else two (64) where the local NVRTC spills at three; kernels.LOOPED_REREAD_BUILDS lists the builds
+# kernel_source tries, one of them at four CTAs per SM (32 registers).
 LOOPED_REREAD_BLOCKS = 3
 LOOPED_REREAD_FALLBACK_BLOCKS = 2
 # The looped re-read kernel's path for a slice of whole 16-byte vectors (``generate(whole=...)``):
-# "paired", two vectors per trip with all their loads first (torch.compile's lars-4K load pattern:
-# 4 and 6 loads in flight where the general loop has 2 and 3); "unrolled", unguarded loads with
-# the loop unrolled twice (pearson_bwd 4K 0.985x torch.compile, where "paired" spills at three
-# CTAs per SM: run_2026-11-30_sixteenth/c7); "none", the general loop only.
+# "paired", two vectors per trip with all their loads first (lars: 4 and 6 loads in flight per
+# thread where the general loop has 2 and 3; torch.compile's lars-4K kernel, in the config inferred
+# to have run, has 2|2|6, smemkit's Triton kernel 4|3|3: sixteenth session's sass/);
+# "unrolled", unguarded loads with the loop unrolled twice (pearson_bwd 4K 0.985x torch.compile,
+# where "paired" spills at three CTAs per SM: run_2026-11-30_sixteenth/c7); "none", the general
+# loop only.
 WHOLE_PATHS = ("paired", "unrolled", "none")
 # Threads per CTA when a Variant leaves them at 0 (``default_threads``).
 DEFAULT_THREADS = {"reread_l2": 1024, "regs": 1024}
@@ -119,7 +121,8 @@ class Variant:
     @property
     def min_blocks(self) -> int:
         """__launch_bounds__ minimum CTAs per SM (64 registers per thread at 1024 and 512
-        threads; the re-read kernel's 256 threads get 128, its looped 512-thread build 42)."""
+        threads; the re-read kernel's 256 threads get 128, its looped 512-thread build 42, unless
+        kernels.kernel_source picks another of LOOPED_REREAD_BUILDS)."""
         if self.kind in ("reread_l2", "regs"):
             return max(1, 1024 // self.threads)
         if self.looped_reread:
@@ -438,9 +441,9 @@ def generate(spec: ReductionSpec, variant: Variant, min_blocks: int | None = Non
     def paired_fast_loop(used: list[str], last_pass: bool, vector_body) -> None:
         """The looped re-read kernel's path for a slice of whole 16-byte vectors: two vectors per
         trip, the loads of both issued before either is used (4 loads in flight per thread in
-        lars' statistics pass, 6 in its output pass, where the general loop waits for 2 and 3:
-        the pattern of torch.compile's lars-4K kernel, benchmarks/results/h200/
-        run_2026-11-30_sixteenth/c7 and sass/). The general loop follows under ``else``."""
+        lars' statistics pass, 6 in its output pass, where the general loop waits for 2 and 3;
+        WHOLE_PATHS; benchmarks/results/h200/run_2026-11-30_sixteenth/c7 and sass/). The general
+        loop follows under ``else``."""
         w("  if (_s.nfull == _s.nvec) {  // whole vectors: two per trip, both vectors' loads first")
         w("#pragma unroll 1")
         w("  for (int _i = threadIdx.x; _i < _s.nvec; _i += 2 * THREADS) {")

@@ -59,7 +59,8 @@ def compiled_kernel(spec: ReductionSpec, variant: Variant) -> Kernel:
 def kernel_source(spec: ReductionSpec, variant: Variant) -> str:
     """The CUDA source ``compiled_kernel`` builds: ``generate``'s, except for the looped re-read
     kernel, which takes the first of LOOPED_REREAD_BUILDS that this NVRTC compiles for sm_90a
-    without spilling registers (checked through the disk cache)."""
+    without spilling registers (checked through the disk cache), or the last one if every build
+    spills (the compile tests then report it)."""
     if not variant.looped_reread:
         return generate(spec, variant)
     name = kernel_name(spec, variant)
@@ -146,7 +147,8 @@ def loads_in_flight_per_sm(spec: ReductionSpec, variant: Variant, N: int, ctas: 
     ``pass_batch`` vectors per input in flight in reread_l2 (4 for passes of one or two inputs,
     3 for three), ``vregs`` per input in regs (every input loaded before stage 1), and one in the
     other variants (their loop loads, branches and consumes one vector per input at a time,
-    whatever its unroll pragma)."""
+    whatever its unroll pragma). Not modelled: reread_t512's whole-vector paths (rows of whole
+    vectors), which keep two per input in flight (paired) or as ptxas schedules the unrolled loop."""
     nvec = -(-N // 4)
 
     def per_cta(inputs: int, per_input: int) -> int:
