@@ -168,6 +168,18 @@ def test_a_single_read_baseline_saves_only_its_stall_with_few_ctas_per_sm(varian
     assert t.t_save == 0.0 and t.delta < 0  # already at the floor: nothing to save
 
 
+@pytest.mark.parametrize(("variant", "units"), [("reread", 3.0), ("reread_t512", 6.0), ("reread_l2", 3.0),
+                                                ("reread_l2_t512", 3.0), ("reread_l2_rows", 3.0)])
+def test_one_cta_per_row_reread_baselines_count_256_thread_units(variant, units):
+    """reread / reread_t512 count like staged and regs (sixteenth session); reread_l2's persistent
+    CTAs stay CTAs. Three CTAs per SM each."""
+    from smemkit.reduction.cost_model import stall_units
+
+    measured = Measured(baseline_ms=1.0, control_excess_ms={8: 0.0}, resident_clusters={8: 40},
+                        baseline_variant=variant, baseline_ctas_per_sm=3.0)
+    assert stall_units(measured) == units
+
+
 def test_save_basis_names_the_rule_and_the_residency_it_compared():
     shape = shape_of(LN, 2000, 65536)
 

@@ -72,6 +72,19 @@ def test_h200_accuracy_on_the_embedded_table():
     assert wrong == [("pearson_bwd", 8192, True)]
 
 
+def test_lars_4k_stays_unprofitable_with_the_paired_reread_t512():
+    """The embedded lars-4K point, T_B's kernel reread_t512, with the sixteenth session's build:
+    three 512-thread CTAs per SM instead of four and 1.5 % faster (run_2026-11-30_sixteenth/c7).
+    Counted as CTAs, three would credit a stall and predict P = 2 to pay; the table measured P = 2
+    2.8 % slower. In 256-thread units (six) the model keeps saying no."""
+    profile = builtin_profiles()["h200_sxm"]
+    point = next(p for p in h200_smemkit() if p.workload == "lars" and p.shape.N == 4096)
+    assert point.measured.baseline_variant == "reread_t512" and not point.measured_profitable
+    paired = dataclasses.replace(point.measured, baseline_ctas_per_sm=3.0,
+                                 baseline_ms=point.measured.baseline_ms * 0.985)
+    assert not evaluate(point.shape, profile, paired).profitable
+
+
 def test_dispatch_follows_the_model_on_the_embedded_table():
     profile = builtin_profiles()["h200_sxm"]
     for point in h200_smemkit():
