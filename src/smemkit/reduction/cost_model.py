@@ -26,8 +26,10 @@ Every term is a time in milliseconds for the whole (M, N) problem:
   (sixteenth session: its whole-vector path took ``reread_t512`` from four 512-thread CTAs per SM
   to three, which counted as CTAs would credit lars 4K with a stall the table measured the cluster
   kernel not to save). Rescoring the three recorded H200 evaluations with that change leaves them
-  identical (29, 29 and 28 of 30); ``reread_l2``'s persistent CTAs stay counted as CTAs (in
-  threads they scored 19-20 of 30).
+  identical (29, 29 and 28 of 30), by construction: their one re-read baseline (lars 4K, four CTAs
+  per SM) was above the limit under either count; a CPU test holds the three-CTA case. Every
+  ``reread_l2`` form (persistent and ``_rows``) stays counted in CTAs: all in threads scored 19-20
+  of 30, the ``_rows`` forms alone 27, 29 and 27.
   This is smemkit's extension: the paper applies Eq. 7 to either baseline, and all its
   remaining errors were at staged-baseline points. The limit was 1, made on graph-timed H200
   data that measured the cluster kernels 2-9 % slow (benchmarks/results/h200/timing_modes/); on
@@ -89,9 +91,9 @@ SCALAR_BYTES = 4
 # T_save against a single-read baseline: its stall counts when it holds at most this many CTAs
 # per SM at once (module docstring)
 SINGLE_READ_MAX_CTAS_PER_SM = 3
-# ... counted, for the baselines that hold their row on chip, in CTAs of this many threads (so a
-# regs baseline at full occupancy, 1024-2048 threads per SM, is 4-8 units: no stall credit unless
-# its grid is smaller than the GPU)
+# ... counted, for the baselines of THREAD_UNIT_KINDS, in CTAs of this many threads (so a regs
+# baseline at full occupancy, 1024-2048 threads per SM, is 4-8 units: no stall credit unless its
+# grid is smaller than the GPU)
 SINGLE_READ_CTA_THREADS = 256
 THREAD_UNIT_KINDS = ("staged", "regs", "reread")  # the baselines counted in those units
 # cluster sizes whose ΔT are within this fraction of T_B count as a tie, won by the smaller P
