@@ -438,29 +438,6 @@ def generate(spec: ReductionSpec, variant: Variant, min_blocks: int | None = Non
             w(f"  const float {name} = 1.0f / {expr.to_cuda(hoisted[name], rename)};")
         return rewritten
 
-    def paired_fast_loop(used: list[str], last_pass: bool, vector_body) -> None:
-        """The looped re-read kernel's path for a slice of whole 16-byte vectors: two vectors per
-        trip, the loads of both issued before either is used (4 loads in flight per thread in
-        lars' statistics pass, 6 in its output pass, where the general loop waits for 2 and 3;
-        WHOLE_PATHS; benchmarks/results/h200/run_2026-11-30_sixteenth/c7 and sass/). The general
-        loop follows under ``else``."""
-        w("  if (_s.nfull == _s.nvec) {  // whole vectors: two per trip, both vectors' loads first")
-        w("#pragma unroll 1")
-        w("  for (int _i = threadIdx.x; _i < _s.nvec; _i += 2 * THREADS) {")
-        w("    const bool _two = _i + THREADS < _s.nvec;")
-        w("    const long long _v0 = _s.v0 + _i;")
-        w("    const long long _v1 = _two ? _v0 + THREADS : _v0;  // else the first again, unused")
-        for n in used:
-            final = "true" if last_pass else "false"
-            for j in (0, 1):
-                w(f"    const float4 {n}4_{j} = load_full_vector<{final}>(p_{n}, _v{j}, _l2_keep);")
-        for j in (0, 1):
-            w("    {" if j == 0 else "    if (_two) {")
-            vector_body(lambda n, j=j: f"{n}4_{j}", f"_v{j}", "true", "  ")
-            w("    }")
-        w("  }")
-        w("  } else {")
-
     def element_loop(texts: list[str], body, header: list[str] | None = None,
                      footer: list[str] | None = None, last_pass: bool = False) -> None:
         """Loop over the slice's vectors; ``body(masked)`` gives the per-element lines.
@@ -534,6 +511,36 @@ def generate(spec: ReductionSpec, variant: Variant, min_blocks: int | None = Non
             for line in footer or []:
                 wp("    " + line)
 
+        def whole_vector_loop() -> None:
+            """The looped re-read kernel's path for a slice of whole 16-byte vectors (WHOLE_PATHS),
+            opening the ``else`` the general loop goes under. "paired": two vectors per trip, the
+            loads of both issued before either is used (4 loads in flight per thread in lars'
+            statistics pass, 6 in its output pass, where the general loop waits for 2 and 3;
+            benchmarks/results/h200/run_2026-11-30_sixteenth/c7 and sass/). "unrolled": unguarded
+            loads, the loop unrolled twice."""
+            final = "true" if last_pass else "false"
+            if whole == "paired":
+                w("  if (_s.nfull == _s.nvec) {  // whole vectors: two per trip, both vectors' loads first")
+                w("#pragma unroll 1")
+                w("  for (int _i = threadIdx.x; _i < _s.nvec; _i += 2 * THREADS) {")
+                w("    const bool _two = _i + THREADS < _s.nvec;")
+                w("    const long long _v0 = _s.v0 + _i;")
+                w("    const long long _v1 = _two ? _v0 + THREADS : _v0;  // else the first again, unused")
+                for n in used:
+                    for j in (0, 1):
+                        w(f"    const float4 {n}4_{j} = load_full_vector<{final}>(p_{n}, _v{j}, _l2_keep);")
+                for j in (0, 1):
+                    w("    {" if j == 0 else "    if (_two) {")
+                    vector_body(lambda n, j=j: f"{n}4_{j}", f"_v{j}", "true", "  ")
+                    w("    }")
+            else:
+                w("  if (_s.nfull == _s.nvec) {  // whole vectors: unguarded loads, the loop unrolled twice")
+                w("#pragma unroll 2")
+                w("  for (int _i = threadIdx.x; _i < _s.nvec; _i += THREADS) {")
+                vector_body(lambda n: f"load_full_vector<{final}>(p_{n}, _v, _l2_keep)", full="true")
+            w("  }")
+            w("  } else {")
+
         if held:  # the per-thread vectors, fully unrolled so the held arrays stay in registers
             w("#pragma unroll")
             w("  for (int _j = 0; _j < VREGS; ++_j) {")
@@ -575,16 +582,8 @@ def generate(spec: ReductionSpec, variant: Variant, min_blocks: int | None = Non
             w("    const int _i = _i0 + _j * THREADS;")
             w("    if (_i >= _s.nvec) break;")
         else:
-            if variant.looped_reread and whole == "paired":
-                paired_fast_loop(used, last_pass, vector_body)
-            elif variant.looped_reread and whole == "unrolled":
-                w("  if (_s.nfull == _s.nvec) {  // whole vectors: unguarded loads, the loop unrolled twice")
-                w("#pragma unroll 2")
-                w("  for (int _i = threadIdx.x; _i < _s.nvec; _i += THREADS) {")
-                final = "true" if last_pass else "false"
-                vector_body(lambda n: f"load_full_vector<{final}>(p_{n}, _v, _l2_keep)", full="true")
-                w("  }")
-                w("  } else {")
+            if variant.looped_reread and whole != "none":
+                whole_vector_loop()
             w(f"#pragma unroll {variant.unroll}")
             w("  for (int _i = threadIdx.x; _i < _s.nvec; _i += THREADS) {")
 
