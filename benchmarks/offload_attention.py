@@ -15,8 +15,8 @@ Steps (the JSON is rewritten after every record, so a timeout keeps what was mea
 2. per (batch, context) x r in {0, r*, 0.1, 0.5, 1} (the cache is split by whole sequences, so
    r_actual = host sequences / batch), four methods, each checked against a float32 reference of
    the same bf16 inputs (relative norm error; output poisoned with NaN first) and timed with
-   time_gpu(graph=True, flush_l2=True, reset_persisting_l2=False) through offload_ops.timed (eager
-   where capture fails; record "timing"):
+   time_gpu(graph=True, flush_l2=True, flush_kind="read", reset_persisting_l2=False) through
+   offload_ops.timed (eager where capture fails; record "timing"):
      smemkit         split_decode_attention: one kernel, host sequences read in place by the
                      congestion-controlled CTAs, HBM sequences by the rest
      hbm             torch scaled_dot_product_attention (enable_gqa) on the whole cache in HBM
@@ -152,8 +152,8 @@ def run(args: argparse.Namespace) -> int:
            "device": device_block(), "torch": torch.__version__, "dtype": "bfloat16",
            "heads": {"q": h_q, "kv": h_kv, "head_dim": d},
            "methods": {m: None for m in METHODS}, "records": [],
-           "timing": "time_gpu(graph=True, flush_l2=True, reset_persisting_l2=False), median; eager "
-                     "where capture fails"}
+           "timing": "time_gpu(graph=True, flush_l2=True, flush_kind='read', reset_persisting_l2=False), "
+                     "median; eager where capture fails"}
     doc["methods"].update({
         "smemkit": "smemkit.offload.split_decode_attention (split_attention.cu), one kernel",
         "hbm": "torch SDPA (enable_gqa) on the whole cache in HBM; see impl",

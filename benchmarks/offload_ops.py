@@ -17,7 +17,8 @@ Steps (records are written to --out after each one, so a timeout keeps what was 
 3. per weight shape (N_out x K, bf16) x batch x offload ratio r, four methods, each checked against
    a float64 reference (relative norm error, output poisoned with NaN first) and timed with
    smemkit.runtime.timing.time_gpu (CUDA events, warm-up, median; one call captured in a CUDA graph
-   and replayed, so Python launch overhead stays out; L2 flushed before each repetition):
+   and replayed, so Python launch overhead stays out; L2 flushed before each repetition by a clean
+   read, flush_kind="read", so no flusher's dirty lines are written back inside a timing):
      smemkit           split_linear: at batch <= 64 host rows read in place by the
                        congestion-controlled CTAs, HBM rows by the rest, one kernel; at r = 0
                        cuBLAS; past 64 rows the ring path (cuBLAS GEMMs, host rows copied by the
@@ -169,17 +170,21 @@ def timed(fn, reps: int, warmup: int) -> tuple[dict, str]:
     from smemkit.runtime.timing import time_gpu
 
     # no persisting-L2 reset in this process: nothing timed here keeps lines with evict_last, and
-    # after a reset the ring ran 2-3.5 % slower (runtime.timing's docstring)
+    # after a reset the ring ran 2-3.5 % slower; the L2 flushed by a clean read, not a fill whose
+    # dirty lines the op would write back: every time here is held against a bandwidth bound
+    # (runtime.timing's docstring)
     probe = time_gpu(fn, warmup=1, reps=1, warm_ms=0, reset_persisting_l2=False)  # sizing only
     if probe.median_ms > SLOW_CALL_MS:
         reps, warmup = max(5, reps // 4), 1
     try:
-        t = time_gpu(fn, warmup=warmup, reps=reps, graph=True, flush_l2=True, reset_persisting_l2=False)
+        t = time_gpu(fn, warmup=warmup, reps=reps, graph=True, flush_l2=True, flush_kind="read",
+                     reset_persisting_l2=False)
         mode = "cuda_graph"
     except Exception as exc:  # a baseline torch refuses to capture: time it eagerly
         torch.cuda.synchronize()
         log(f"  graph capture failed ({type(exc).__name__}: {str(exc)[:120]}); timing eagerly")
-        t = time_gpu(fn, warmup=warmup, reps=reps, graph=False, flush_l2=True, reset_persisting_l2=False)
+        t = time_gpu(fn, warmup=warmup, reps=reps, graph=False, flush_l2=True, flush_kind="read",
+                     reset_persisting_l2=False)
         mode = "eager"
     return {"ms": t.median_ms, "p20_ms": t.p20_ms, "p80_ms": t.p80_ms, "samples": t.samples,
             "sm_mhz": sm_clock_mhz()}, mode
@@ -323,9 +328,9 @@ def run(args: argparse.Namespace) -> int:
             "copy_then_cublas": "Tensor.copy_(non_blocking) of the pinned rows into an HBM copy of the "
                                 "weight, then F.linear",
         },
-        "timing": "smemkit.runtime.timing.time_gpu(graph=True, flush_l2=True, reset_persisting_l2=False): "
-                  "CUDA events around replays of one captured call, median; eager where capture fails "
-                  "(record 'timing')",
+        "timing": "smemkit.runtime.timing.time_gpu(graph=True, flush_l2=True, flush_kind='read', "
+                  "reset_persisting_l2=False): CUDA events around replays of one captured call, "
+                  "median; eager where capture fails (record 'timing')",
         "records": [],
     }
     results = Results(args.out, doc)

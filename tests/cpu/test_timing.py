@@ -16,6 +16,14 @@ def test_a_warm_up_that_would_never_end_is_rejected_before_any_call(bad):
     assert calls == []  # rejected before the warm-up calls, so no GPU work was queued
 
 
+@pytest.mark.parametrize("bad", ["clean", "", None, "Read"])
+def test_an_unknown_flush_kind_is_rejected_before_any_call(bad):
+    calls = []
+    with pytest.raises(InvalidArgumentError, match="flush_kind.*'fill', 'read'"):
+        time_gpu(lambda: calls.append(1), flush_l2=True, flush_kind=bad)
+    assert calls == []
+
+
 def test_no_warm_up_runs_nothing():
     calls = []
     _keep_busy(lambda: calls.append(1), None, 0.0)
@@ -52,3 +60,6 @@ def test_the_offload_benchmarks_time_without_the_persisting_l2_reset(script, tim
         flags = {k.arg: k.value for k in call.keywords}
         assert isinstance(flags.get("reset_persisting_l2"), ast.Constant), (script, call.lineno)
         assert flags["reset_persisting_l2"].value is False, (script, call.lineno)
+        if isinstance(flags.get("flush_l2"), ast.Constant) and flags["flush_l2"].value:
+            # flushed by a clean read: their times are held against a bandwidth bound
+            assert getattr(flags.get("flush_kind"), "value", None) == "read", (script, call.lineno)

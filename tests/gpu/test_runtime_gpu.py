@@ -170,3 +170,35 @@ def test_a_timing_does_not_find_data_an_earlier_kernel_kept_in_l2():
         pytest.skip("L2 cache-eviction policies (createpolicy) need compute capability 8.0")
     ratios = keep_ratios()
     assert ratios[1] >= 0.95, ratios
+
+
+def flush_ratios() -> dict[str, float]:
+    """Graph-timed plain reads of a 32 MB buffer (it fits in the L2) after each way of flushing
+    the L2, over the time with no flush: the read flush must evict it (slower than the warm L2),
+    the fill must leave work (dirty lines written back during the read) that the read flush does
+    not."""
+    from smemkit.runtime.timing import time_gpu
+
+    module = KernelModule((Path(__file__).parent / "kernels" / "l2_keep_read.cu").read_text(), "l2_keep_read")
+    plain = module.function("read_plain", ("ptr", "i64", "ptr"))
+    x = torch.randn(8 << 20, device="cuda")
+    sink = torch.zeros(1, device="cuda")
+    grid = gpu_info(0).sm_count * 8
+
+    def read() -> None:
+        plain.launch(grid, 256, x, x.numel() // 4, sink)
+
+    warm = time_gpu(read, warmup=2, reps=30, graph=True).median_ms
+    times = {kind: time_gpu(read, warmup=2, reps=30, graph=True, flush_l2=True, flush_kind=kind).median_ms
+             for kind in ("read", "fill")}
+    return {"read_over_warm": times["read"] / warm, "fill_over_read": times["fill"] / times["read"]}
+
+
+def test_the_read_flush_evicts_the_l2_and_leaves_no_dirty_lines():
+    """flush_kind="read" (the offload benchmarks) must still evict what the timed call reads, and
+    must not carry the fill's write-back (runtime.timing's docstring: 117 MB GEMV 42.4 us after a
+    fill, 34.0 us after the read, 33.2 us unflushed, benchmarks/results/h200/
+    run_2026-11-30_seventeenth/c1)."""
+    ratios = flush_ratios()
+    assert ratios["read_over_warm"] >= 1.2, ratios
+    assert ratios["fill_over_read"] >= 1.1, ratios
