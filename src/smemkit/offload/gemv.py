@@ -36,7 +36,6 @@ from torch import nn
 from smemkit.errors import InvalidArgumentError, check_positive_int, is_int
 from smemkit.offload.pinned import WEIGHT_DTYPES, SplitWeight, check_weight
 from smemkit.offload.ring_gemm import host_ring, linear_into, ring_fits, ring_linear
-from smemkit.offload.staged import landed_host_rows
 from smemkit.runtime.compiler import DEFAULT_ARCH, CompiledModule, compile_module, package_source
 from smemkit.runtime.tensors import check_tensor
 
@@ -77,7 +76,7 @@ SMEM_PER_BLOCK_OPTIN = 232448  # H100/H200: 227 KB per CTA (static + dynamic)
 DTYPE_CODE = {torch.bfloat16: 0, torch.float16: 1}
 DTYPE_NAME = {torch.bfloat16: "bf16", torch.float16: "fp16"}
 KERNEL_PARAMS = ("ptr", "ptr", "ptr", "ptr", "ptr", "ptr", "ptr",
-                 "i32", "i32", "i32", "i32", "i32", "i32", "i32", "i32", "i32", "i32", "i32", "ptr", "i32")
+                 "i32", "i32", "i32", "i32", "i32", "i32", "i32", "i32", "i32", "i32", "i32")
 # The launch planner's time model (a heuristic; the H200 sweep checks it, and split_g / split_h
 # override it). Rates in bytes per microsecond.
 HBM_BYTES_PER_US = 4.2e6  # ~4.2 TB/s device-copy rate
@@ -619,7 +618,7 @@ def split_linear(x: torch.Tensor, weight: SplitWeight, bias: torch.Tensor | None
     experiment = ((split_g, split_h, hbm_depth, ctas_per_sm) != (None,) * 4
                   or (host_load, host_stage) != (0, 1))
     chosen = linear_path(weight, m, path)
-    if experiment and chosen not in ("kernel", "staged"):
+    if experiment and chosen != "kernel":
         if path != "auto":
             raise InvalidArgumentError(f"split_g, split_h, hbm_depth, ctas_per_sm, host_load and host_stage "
                                        f"configure the split kernel; path={path!r} does not run it")
@@ -638,16 +637,6 @@ def split_linear(x: torch.Tensor, weight: SplitWeight, bias: torch.Tensor | None
         ring_linear(x2, weight, bias, y2)
         return y
     scratch = scratch or default_scratch(device_index)
-    if chosen == "staged" and weight.host_rows:
-        if host_load == 1:
-            raise InvalidArgumentError("path='staged' reads rows the copy engine writes during the launch: "
-                                       "host_load=1 (ld.global.nc, not coherent with them) is not allowed")
-        with landed_host_rows(weight) as staged:
-            for start in range(0, m, MAX_BATCH):
-                stop = min(m, start + MAX_BATCH)
-                _launch(x2[start:stop], y2[start:stop], weight, bias, hc, hs, scratch, split_g, split_h,
-                        host_load, host_stage, hbm_depth, ctas_per_sm, staged)
-        return y
     for start in range(0, m, MAX_BATCH):
         stop = min(m, start + MAX_BATCH)
         _launch(x2[start:stop], y2[start:stop], weight, bias, hc, hs, scratch, split_g, split_h, host_load,
@@ -655,7 +644,7 @@ def split_linear(x: torch.Tensor, weight: SplitWeight, bias: torch.Tensor | None
     return y
 
 
-LINEAR_PATHS = ("auto", "kernel", "ring", "staged")
+LINEAR_PATHS = ("auto", "kernel", "ring")
 # The auto rule's constants, from offload_ops_run1.json (2026-11-30, the run that first timed both
 # paths at every point; docs/offload.md): past KERNEL_MAX_ROWS input rows the ring path was the
 # faster at all 28 points of batch 64; at batch 1-8 the split kernel streamed its HBM rows
@@ -743,10 +732,7 @@ def linear_path(weight: SplitWeight, rows: int, path: str = "auto") -> str:
 def _launch(x: torch.Tensor, y: torch.Tensor, w: SplitWeight, bias: torch.Tensor | None, host_ctas: int,
             host_steps: int, scratch: SplitScratch, split_g: int | None, split_h: int | None,
             host_load: int, host_stage: int, hbm_depth: int | None = None,
-            ctas_per_sm: int | None = None, staged: tuple[torch.Tensor, torch.Tensor, int] | None = None
-            ) -> LaunchPlan:
-    """One launch of split_gemv.cu; ``staged`` = (HBM copy of the host rows, chunk flags, 16-row
-    tiles per chunk) reads the host rows there, each chunk once its flag is set (:mod:`.staged`)."""
+            ctas_per_sm: int | None = None) -> LaunchPlan:
     b, k = x.shape
     n = w.shape[0]
     device_index = w.device.index
@@ -755,11 +741,9 @@ def _launch(x: torch.Tensor, y: torch.Tensor, w: SplitWeight, bias: torch.Tensor
                     hbm_depth=hbm_depth, ctas_per_sm=ctas_per_sm)
     ws, counters = scratch.reserve(plan.ws_floats, plan.n_counters)
     kern = _kernel(w.dtype, plan.nt, host_load, host_stage)
-    host_ptr = (_ptr(staged[0]) if staged else w.host_ptr) if w.host_rows else 0
-    flags, tiles_per_chunk = (staged[1], staged[2]) if staged else (None, 1)
-    kern.launch(plan.grid, THREADS, _ptr(w.hbm), host_ptr, _ptr(x), _ptr(bias), _ptr(y), _ptr(ws),
-                _ptr(counters), n, k, b, w.n_hbm, *plan.kernel_args(), _ptr(flags), tiles_per_chunk,
-                smem=plan.smem, device=device_index)
+    kern.launch(plan.grid, THREADS, _ptr(w.hbm), w.host_ptr if w.host_rows else 0, _ptr(x), _ptr(bias),
+                _ptr(y), _ptr(ws), _ptr(counters), n, k, b, w.n_hbm, *plan.kernel_args(), smem=plan.smem,
+                device=device_index)
     return plan
 
 

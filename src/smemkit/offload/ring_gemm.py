@@ -65,23 +65,15 @@ RING_SLOTS = 2
 # r = 0.05 in two, where 8 MB slots took two and three (c5: 1.05-1.06x -> 1.02-1.04x cuBLAS at
 # r_hide, 1.49-1.54x -> 1.42-1.44x at r = 0.05, in one process).
 RING_SLOT_BYTES = 16 << 20
-# Flags of the staged path (:mod:`.staged`), which lands a host part of up to the whole ring in
-# one go for the split kernel, in at most this many chunks.
-STAGED_MAX_CHUNKS = 16
 
 
 class HostRing:
-    """Two HBM slots of ``RING_SLOT_BYTES`` (one buffer, so the staged path can land a host part
-    of up to both in place), the side streams for the copies and the host chunks' GEMMs, the
-    events that order them, the staged path's chunk flags (and the pinned 1 copied into each),
-    and the lock that keeps one call's enqueues together."""
+    """Two HBM slots of ``RING_SLOT_BYTES``, the side streams for the copies and the host chunks'
+    GEMMs, the events that order them, and the lock that keeps one call's enqueues together."""
 
     def __init__(self, device: torch.device, dtype: torch.dtype) -> None:
         elems = RING_SLOT_BYTES // torch.empty((), dtype=dtype).element_size()
-        self.buffer = torch.empty(RING_SLOTS * elems, dtype=dtype, device=device)
-        self.slots = [self.buffer[i * elems:(i + 1) * elems] for i in range(RING_SLOTS)]
-        self.flags = torch.zeros(STAGED_MAX_CHUNKS, dtype=torch.int32, device=device)
-        self.one = torch.ones(1, dtype=torch.int32).pin_memory()
+        self.slots = [torch.empty(elems, dtype=dtype, device=device) for _ in range(RING_SLOTS)]
         self.copies = torch.cuda.Stream(device=device)
         self.gemms = torch.cuda.Stream(device=device)
         self.ready = [torch.cuda.Event() for _ in range(RING_SLOTS)]  # copy landed

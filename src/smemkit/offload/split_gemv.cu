@@ -333,24 +333,8 @@ struct Args {
   float* ws;
   u32* counters;
   int N, K, B, n_hbm, host_ctas, host_steps, split_g, steps_g, split_h, steps_h, hbm_depth;
-  // Staged host rows (gemv.staged path): `w_host` is then an HBM buffer the copy engine fills
-  // chunk by chunk, and host_flags[j] turns nonzero once chunk j (16-row tiles
-  // j * tiles_per_chunk ..) has landed; null when the host rows are read in place.
-  const u32* host_flags;
-  int tiles_per_chunk;
   const void* w_map;  // HBM_LOAD 1: the tensor map of the HBM rows (device memory, 64-byte aligned)
 };
-
-// Spin (with a short sleep) until the copy engine has set the flag; acquire, so the chunk's bytes
-// it announces are visible to this thread's later loads.
-__device__ __forceinline__ void wait_flag(const u32* flag) {
-  u32 v;
-  for (;;) {
-    asm volatile("ld.acquire.gpu.global.u32 %0, [%1];" : "=r"(v) : "l"(flag) : "memory");
-    if (v != 0u) break;
-    __nanosleep(256);
-  }
-}
 
 // This thread's share of the copies of every stage of the HBM ring (the same for all stages):
 // thread q copies chunk c = q % 8 (k offset 8c) of stage rows q / 8 + 32 j, j < WJ, and, with
@@ -752,10 +736,6 @@ __device__ __forceinline__ void host_role(const Args& a, uint4* stage_base, floa
     const int mt = unit / a.split_h;
     const int s = unit - mt * a.split_h;
     const int m0 = mt * HOST_ROWS;  // local row in the host part
-    if (a.host_flags != nullptr) {  // staged rows: wait until this tile's chunk has landed
-      if (lane == 0) wait_flag(a.host_flags + mt / a.tiles_per_chunk);
-      __syncwarp();
-    }
     // steps_h counts 64-k chunks (the planner's unit); the warps walk them as 32-k steps
     const int st0 = 2 * s * a.steps_h;
     const int st1 = min(ksteps, st0 + 2 * a.steps_h);
@@ -886,8 +866,7 @@ __device__ __forceinline__ void split_gemv(const Args& a) {
 // Parameters (the order gemv.py packs):
 //   w_hbm, w_host, x, bias (0: none), y, ws (0 when no split), counters (0 when no split),
 //   N, K, B, n_hbm, host_ctas, host_steps (1..HOST_STEPS_MAX), split_g, steps_g, split_h, steps_h,
-//   hbm_depth (1..HBM_DEPTH_MAX), host_flags (0: host rows read in place), tiles_per_chunk
-//   (>= 1; unused without flags), and with HBM_LOAD 1 w_map (the HBM rows' tensor map: bf16/fp16,
+//   hbm_depth (1..HBM_DEPTH_MAX), and with HBM_LOAD 1 w_map (the HBM rows' tensor map: bf16/fp16,
 //   dims {K, n_hbm}, row stride 2K bytes, box {64, 128 * HBM_MT}, no swizzle, zero fill)
 // steps_* are k-chunks (64 k) per split; the counters are u32, one per HBM row block
 // (128 * HBM_MT rows) followed by one per host 16-row tile, all zero before the first launch (the
@@ -907,12 +886,11 @@ __device__ __forceinline__ void split_gemv(const Args& a) {
       const u16* __restrict__ bias, u16* __restrict__ y, float* __restrict__ ws,                \
       u32* __restrict__ counters, int N, int K, int B, int n_hbm, int host_ctas,              \
       int host_steps, int split_g, int steps_g, int split_h, int steps_h,                      \
-      int hbm_depth, const u32* __restrict__ host_flags, int tiles_per_chunk                  \
-          SPLIT_GEMV_MAP_PARAM) {                                                               \
+      int hbm_depth SPLIT_GEMV_MAP_PARAM) {                                                     \
     const sgemv::Args a{w_hbm,   w_host,  x,       bias,      y,          ws,                  \
                         counters, N,      K,       B,         n_hbm,      host_ctas,           \
                         host_steps, split_g, steps_g, split_h, steps_h,  hbm_depth,            \
-                        host_flags, tiles_per_chunk, SPLIT_GEMV_MAP_ARG};                      \
+                        SPLIT_GEMV_MAP_ARG};                                                    \
     sgemv::split_gemv<NT>(a);                                                                   \
   }
 
