@@ -84,13 +84,6 @@
 //               group's 16 rows are brought by the bulk-copy engine (cp.async.bulk, one copy of
 //               host_steps * 64 B per row, issued by lanes 0-15, completing on the warp's mbarrier)
 //               straight into the warp's shared tile: no host data passes through registers.
-//   HBM_LOAD    how the HBM role fills its stages: 0 (default) every thread's cp.async.cg copies
-//               (above); 1 (sm_90+) one producer thread per CTA: a tensor copy (TMA,
-//               cp.async.bulk.tensor.2d, through the tensor map `w_map` of the HBM rows, a box of
-//               the unit's rows x 64 k, rows and k past the matrix zero-filled) and one bulk copy
-//               per x row, all completing on the slot's `full` mbarrier as transaction bytes; the
-//               stage is unswizzled (row r at r * 128 B) and x's 16-byte chunks past K are zeroed
-//               in registers. The kernels then take `w_map` as a last parameter.
 // Kernels: split_gemv_nt1, _nt2, _nt4, _nt8 (NT = batch tiles of 8: B <= 8 * NT).
 #ifndef GEMV_DTYPE
 #define GEMV_DTYPE 0
@@ -102,9 +95,6 @@
 #endif
 #ifndef HOST_STAGE
 #define HOST_STAGE 1
-#endif
-#ifndef HBM_LOAD
-#define HBM_LOAD 0
 #endif
 
 #define GEMV_THREADS 256
@@ -333,7 +323,6 @@ struct Args {
   float* ws;
   u32* counters;
   int N, K, B, n_hbm, host_ctas, host_steps, split_g, steps_g, split_h, steps_h, hbm_depth;
-  const void* w_map;  // HBM_LOAD 1: the tensor map of the HBM rows (device memory, 64-byte aligned)
 };
 
 // This thread's share of the copies of every stage of the HBM ring (the same for all stages):
@@ -402,21 +391,9 @@ struct StageCopies {
 // Multiply one stage: warp w takes 16-row tiles (w % MW) * MT .. + MT - 1 (MW = 8 / KWS warps per
 // k-half) and, with KWS = 2, only the k-half w / MW of the stage's 64 k. The HBM role uses KWS = 1
 // (KWS = 2 served the stage-ring host role of commit 363b08b, now replaced).
-// Chunk c of stage row r: the XOR swizzle of the cp.async copies, or the plain row-major layout a
-// tensor copy writes (HBM_LOAD 1).
-__device__ __forceinline__ int stage_index(int r, int c) {
-#if HBM_LOAD == 1
-  return r * ROW_CHUNKS + c;
-#else
-  return swz(r, c);
-#endif
-}
-
-// `kvalid` (HBM_LOAD 1): the stage's 16-byte k-chunks inside K; x chunks past it are zeroed here
-// (the tensor copy zero-fills the weight there, the bulk copies of x do not write them).
 template <int NT, int MT, int KWS, int R>
 __device__ __forceinline__ void compute_stage(float (&acc)[MT][NT][4], const uint4* slot, int B,
-                                              int warp, int g, int t, int kvalid = ROW_CHUNKS) {
+                                              int warp, int g, int t) {
   constexpr int MW = GEMV_WARPS / KWS;
   const uint4* xs = slot + R * ROW_CHUNKS;
   const int mrow0 = (warp % MW) * MT * TILE_M;
@@ -427,13 +404,13 @@ __device__ __forceinline__ void compute_stage(float (&acc)[MT][NT][4], const uin
     uint4 xf[NT];
 #pragma unroll
     for (int nt = 0; nt < NT; ++nt) {
-      if (nt * 8 < B) xf[nt] = HBM_LOAD == 1 && c >= kvalid ? zero4() : xs[stage_index(nt * 8 + g, c)];
+      if (nt * 8 < B) xf[nt] = xs[swz(nt * 8 + g, c)];
     }
 #pragma unroll
     for (int mt = 0; mt < MT; ++mt) {
       const int r = mrow0 + mt * TILE_M + g;
-      const uint4 wa = slot[stage_index(r, c)];
-      const uint4 wb = slot[stage_index(r + 8, c)];
+      const uint4 wa = slot[swz(r, c)];
+      const uint4 wb = slot[swz(r + 8, c)];
 #pragma unroll
       for (int nt = 0; nt < NT; ++nt) {
         if (nt * 8 < B) {
@@ -467,14 +444,7 @@ __device__ __forceinline__ void hbm_role(const Args& a, const u16* __restrict__ 
   const int nu = first < units ? (units - first + stride - 1) / stride : 0;
   const int total = nu * cps;
   const int nslots = depth + 1;
-#if HBM_LOAD == 1
-  // tensor-copy destinations must be 128-byte aligned: the ring starts at the first such address
-  // (gemv.smem_bytes leaves TMA_ALIGN bytes for it); slots are 136 rows x 128 B
-  const u32 ring_addr = (smem_u32(ring) + 127u) & ~127u;
-  ring = reinterpret_cast<uint4*>(reinterpret_cast<char*>(ring) + (ring_addr - smem_u32(ring)));
-#else
   const u32 ring_addr = smem_u32(ring);
-#endif
   const int mrow0 = warp * MT * TILE_M;
 
   float acc[MT][NT][4];
@@ -483,57 +453,25 @@ __device__ __forceinline__ void hbm_role(const Args& a, const u16* __restrict__ 
 #pragma unroll
     for (int nt = 0; nt < NT; ++nt) acc[mt][nt][0] = acc[mt][nt][1] = acc[mt][nt][2] = acc[mt][nt][3] = 0.0f;
 
-#if HBM_LOAD == 1
-  // one producer thread: its arrival (with the stage's transaction bytes) completes `full`
-  const bool producer = threadIdx.x == 0;
-  constexpr u32 kFullArrivals = 1;
-#else
-  constexpr u32 kFullArrivals = GEMV_THREADS;
-#endif
   if (threadIdx.x == 0) {
     for (int i = 0; i < nslots; ++i) {
-      mbarrier_init(smem_u32(&full[i]), kFullArrivals);
+      mbarrier_init(smem_u32(&full[i]), GEMV_THREADS);
       mbarrier_init(smem_u32(&empty[i]), GEMV_WARPS);
     }
   }
   __syncthreads();
-#if HBM_LOAD == 1
-  int irb = 0;  // the row block of the unit being issued
-#else
   StageCopies<NT, R> copies(a.x, a.B, a.K);
-#endif
   // copy cursor: the next stage to issue is chunk ic of the CTA's unit `iu` (k-chunk ikc), into slot is
   int ic = 0, iu = first, ikc = 0, is = 0, issued = 0;
   auto start_unit = [&](int unit) {
     const int rb = unit / split;
-#if HBM_LOAD == 1
-    irb = rb;
-#else
     copies.set_unit(src, rb * R, rows_valid, a.K);
-#endif
     ikc = (unit - rb * split) * cps;
   };
   if (total > 0) start_unit(iu);
   auto issue_next = [&]() {
-#if HBM_LOAD == 1
-    const u32 bar = smem_u32(&full[is]);
-    if (issued < total && ikc < kchunks) {
-      const int k0 = ikc * TILE_K;
-      const u32 xbytes = static_cast<u32>(min(TILE_K, a.K - k0)) * 2u;
-      const u32 dst = ring_addr + is * SLOT * 16;
-      mbarrier_arrive_expect_tx(bar, static_cast<u32>(R * ROW_CHUNKS * 16) + static_cast<u32>(a.B) * xbytes);
-      cp_async_bulk_tensor_2d_g2s(dst, a.w_map, k0, irb * R, bar);
-      for (int n = 0; n < a.B; ++n) {
-        cp_async_bulk_g2s(dst + (R + n) * ROW_CHUNKS * 16, a.x + static_cast<u64>(n) * a.K + k0, xbytes, bar);
-      }
-    } else {
-      mbarrier_arrive(bar);  // a stage with nothing to copy completes at once
-    }
-    if (issued < total) {
-#else
     if (issued < total) {
       if (ikc < kchunks) copies.issue(ring_addr + is * SLOT * 16, ikc, a.K);
-#endif
       ++issued;
       ++ikc;
       if (++ic == cps && issued < total) {
@@ -542,9 +480,7 @@ __device__ __forceinline__ void hbm_role(const Args& a, const u16* __restrict__ 
         start_unit(iu);
       }
     }
-#if HBM_LOAD == 0
     cp_async_arrive_noinc(smem_u32(&full[is]));  // also for a stage with nothing to copy
-#endif
     is = is + 1 == nslots ? 0 : is + 1;
   };
   // After the last stage of a unit: the result (or this split's partial) goes out.
@@ -564,15 +500,8 @@ __device__ __forceinline__ void hbm_role(const Args& a, const u16* __restrict__ 
       for (int nt = 0; nt < NT; ++nt) acc[mt][nt][0] = acc[mt][nt][1] = acc[mt][nt][2] = acc[mt][nt][3] = 0.0f;
   };
 
-#if HBM_LOAD == 1
-  if (producer) {
-#pragma unroll 1
-    for (int q = 0; q < depth; ++q) issue_next();
-  }
-#else
 #pragma unroll 1
   for (int q = 0; q < depth; ++q) issue_next();
-#endif
   // math cursor: stage q is chunk cc of unit cu (row block crb, k-split csp, k-chunk ckc), slot cs
   int cc = 0, cu = first, crb = first / split, csp = first - (first / split) * split, cs = 0;
   int ckc = csp * cps;
@@ -582,32 +511,14 @@ __device__ __forceinline__ void hbm_role(const Args& a, const u16* __restrict__ 
   for (int q = 0; q < total; ++q) {
     mbarrier_wait_parity(smem_u32(&full[cs]), (full_parity >> cs) & 1u);
     full_parity ^= 1u << cs;
-#if HBM_LOAD == 1
-    if (ckc < kchunks) {
-      compute_stage<NT, MT, 1, R>(acc, ring + cs * SLOT, a.B, warp, g, t,
-                                  min(ROW_CHUNKS, (a.K - ckc * TILE_K) / 8));
-    }
-#else
     if (ckc < kchunks) compute_stage<NT, MT, 1, R>(acc, ring + cs * SLOT, a.B, warp, g, t);
-#endif
     __syncwarp();
     if (lane == 0) mbarrier_arrive(smem_u32(&empty[cs]));
-#if HBM_LOAD == 1
-    if (producer) {
-      if (q > 0) {  // stage q + depth goes where stage q - 1 was: wait until no warp reads it
-        mbarrier_wait_parity(smem_u32(&empty[ps]), (empty_parity >> ps) & 1u);
-        empty_parity ^= 1u << ps;
-      }
-      fence_proxy_async_shared();  // the warps' reads of that slot before the copies' writes
-      issue_next();
-    }
-#else
     if (q > 0) {  // stage q + depth goes where stage q - 1 was: wait until no warp reads it
       mbarrier_wait_parity(smem_u32(&empty[ps]), (empty_parity >> ps) & 1u);
       empty_parity ^= 1u << ps;
     }
     issue_next();
-#endif
     ps = cs;
     ++ckc;
     cs = cs + 1 == nslots ? 0 : cs + 1;
@@ -620,9 +531,7 @@ __device__ __forceinline__ void hbm_role(const Args& a, const u16* __restrict__ 
       ckc = csp * cps;
     }
   }
-#if HBM_LOAD == 0
   cp_async_wait_all();
-#endif
 }
 
 // One 32-k step of a host warp's 16-row tile against every batch tile: wa/wb hold rows g and g+8
@@ -866,31 +775,21 @@ __device__ __forceinline__ void split_gemv(const Args& a) {
 // Parameters (the order gemv.py packs):
 //   w_hbm, w_host, x, bias (0: none), y, ws (0 when no split), counters (0 when no split),
 //   N, K, B, n_hbm, host_ctas, host_steps (1..HOST_STEPS_MAX), split_g, steps_g, split_h, steps_h,
-//   hbm_depth (1..HBM_DEPTH_MAX), and with HBM_LOAD 1 w_map (the HBM rows' tensor map: bf16/fp16,
-//   dims {K, n_hbm}, row stride 2K bytes, box {64, 128 * HBM_MT}, no swizzle, zero fill)
+//   hbm_depth (1..HBM_DEPTH_MAX)
 // steps_* are k-chunks (64 k) per split; the counters are u32, one per HBM row block
 // (128 * HBM_MT rows) followed by one per host 16-row tile, all zero before the first launch (the
 // kernel leaves them zero). Dynamic shared memory: the larger of the HBM ring,
 // (depth + 1) * (rows per unit + 8 NT) * 128 bytes, and the host warps' staging tiles,
 // 8 * 16 * S(host_steps) * 16 bytes with HOST_STAGE >= 1 (gemv.smem_bytes).
-#if HBM_LOAD == 1
-#define SPLIT_GEMV_MAP_PARAM , const void* __restrict__ w_map
-#define SPLIT_GEMV_MAP_ARG w_map
-#else
-#define SPLIT_GEMV_MAP_PARAM
-#define SPLIT_GEMV_MAP_ARG nullptr
-#endif
 #define SPLIT_GEMV_KERNEL(NT)                                                                   \
   extern "C" __global__ void __launch_bounds__(GEMV_THREADS, MIN_CTAS_NT##NT) split_gemv_nt##NT( \
       const u16* __restrict__ w_hbm, const u16* __restrict__ w_host, const u16* __restrict__ x, \
       const u16* __restrict__ bias, u16* __restrict__ y, float* __restrict__ ws,                \
       u32* __restrict__ counters, int N, int K, int B, int n_hbm, int host_ctas,              \
-      int host_steps, int split_g, int steps_g, int split_h, int steps_h,                      \
-      int hbm_depth SPLIT_GEMV_MAP_PARAM) {                                                     \
+      int host_steps, int split_g, int steps_g, int split_h, int steps_h, int hbm_depth) {     \
     const sgemv::Args a{w_hbm,   w_host,  x,       bias,      y,          ws,                  \
                         counters, N,      K,       B,         n_hbm,      host_ctas,           \
-                        host_steps, split_g, steps_g, split_h, steps_h,  hbm_depth,            \
-                        SPLIT_GEMV_MAP_ARG};                                                    \
+                        host_steps, split_g, steps_g, split_h, steps_h,  hbm_depth};           \
     sgemv::split_gemv<NT>(a);                                                                   \
   }
 
