@@ -42,7 +42,10 @@ twice the L2 size, as ``triton.testing.do_bench`` does; the L2 is then full of d
 the timed call writes back to HBM as it evicts them. Measured on the H200
 (benchmarks/results/h200/run_2026-11-30_seventeenth/c1/): a bf16 GEMV over a 117 MB weight ran 42.4 us
 after a fill, 34.0 us after ``flush_kind="read"`` (a sum over a buffer twice the L2 size, which
-leaves clean lines) and 33.2 us with no flush; over 470 MB, 126.4 / 111.4 / 110.7 us. Comparisons
+leaves clean lines) and 33.2 us with no flush; over 470 MB, 126.4 / 111.4 / 110.7 us. After a fill
+whose lines were then dropped without write-back (``discard.global.L2``: nothing cached, nothing
+owed) the 117 MB GEMV ran 34.0 us against 34.1 after the read (c9), so the read empties the L2 as
+well as that, and a read of three L2s times the same after both (tests/gpu). Comparisons
 between kernels of one workload are made after the same fill (the reduction benchmarks); a time
 held against a bandwidth bound (the offload benchmarks' ideal) uses the read, or it carries up to
 an L2 of write-back that the timed call never caused.
