@@ -1,0 +1,10 @@
+#!/bin/bash
+export PYTHONPATH=$PWD/src:$PYTHONPATH PYTHONUNBUFFERED=1
+mkdir -p $OUT/c11
+for i in 1 2 3; do python3 -m pytest -q -m gpu tests/gpu/test_runtime_gpu.py -p no:cacheprovider 2>&1 | grep -E "passed|failed|assert|Error" | tail -6; done > $OUT/c11/runtime-tests.log
+cat $OUT/c11/runtime-tests.log
+python3 - <<'PY' 2>&1 | tee $OUT/c11/flush_times.log
+import sys; sys.path.insert(0, "tests/gpu")
+from test_runtime_gpu import flush_times
+for _ in range(3): print({k: round(v * 1e3, 1) for k, v in flush_times().items()})
+PY
