@@ -41,13 +41,16 @@ def test_the_persisting_l2_reset_is_on_by_default_and_can_be_left_out(monkeypatc
     assert resets == [True, False]
 
 
-@pytest.mark.parametrize(("script", "times_directly"), [("offload_ops.py", True), ("ring_breakdown.py", True),
-                                                      ("offload_attention.py", False)])
-def test_the_offload_benchmarks_time_without_the_persisting_l2_reset(script, times_directly):
-    """Every time_gpu call in the offload benchmarks' processes passes reset_persisting_l2=False:
-    the ring ran 2-3.5 % slower in processes that reset before their timings (runtime.timing's
-    docstring). offload_attention times through offload_ops' functions; a direct call added there
-    is checked too."""
+@pytest.mark.parametrize(("script", "times_directly", "flushed"),
+                         [("offload_ops.py", True, 2), ("ring_breakdown.py", True, 0),
+                          ("offload_attention.py", False, 0)])
+def test_the_offload_benchmarks_time_without_the_reset_and_flush_by_a_read(script, times_directly, flushed):
+    """Every time_gpu call in the offload benchmarks' processes passes reset_persisting_l2=False
+    (the ring ran 2-3.5 % slower in processes that reset before their timings) and, where it
+    flushes the L2, flush_kind="read" (their times are held against a bandwidth bound; a fill's
+    dirty lines were written back inside each timing: runtime.timing's docstring).
+    offload_attention times through offload_ops' ``timed``; a direct call added there is checked
+    too."""
     import ast
     from pathlib import Path
 
@@ -56,10 +59,18 @@ def test_the_offload_benchmarks_time_without_the_persisting_l2_reset(script, tim
     calls = [node for node in ast.walk(tree) if isinstance(node, ast.Call)
              and getattr(node.func, "id", getattr(node.func, "attr", None)) in timers]
     assert bool(calls) == times_directly
+    n_flushed = 0
     for call in calls:
         flags = {k.arg: k.value for k in call.keywords}
+        assert all(k.arg is not None for k in call.keywords), (script, call.lineno)  # no **kwargs
         assert isinstance(flags.get("reset_persisting_l2"), ast.Constant), (script, call.lineno)
         assert flags["reset_persisting_l2"].value is False, (script, call.lineno)
-        if isinstance(flags.get("flush_l2"), ast.Constant) and flags["flush_l2"].value:
-            # flushed by a clean read: their times are held against a bandwidth bound
+        flush = flags.get("flush_l2")
+        if flush is not None and not (isinstance(flush, ast.Constant) and flush.value is False):
+            n_flushed += 1
             assert getattr(flags.get("flush_kind"), "value", None) == "read", (script, call.lineno)
+    assert n_flushed == flushed
+    if not times_directly:
+        imports = [node for node in ast.walk(tree) if isinstance(node, ast.ImportFrom)
+                   and node.module == "offload_ops" and any(a.name == "timed" for a in node.names)]
+        assert imports, f"{script} no longer times through offload_ops.timed"

@@ -173,12 +173,11 @@ def test_a_timing_does_not_find_data_an_earlier_kernel_kept_in_l2():
     assert ratios[1] >= 0.95, ratios
 
 
-
 def flush_times(rounds: int = 3) -> dict[str, float]:
     """Graph-timed plain reads of a buffer three times the L2 after each way of emptying the L2:
     the fill (dirty lines), the read flush, and a fill whose lines are then discarded without
     write-back (the reference: nothing of the buffer cached, nothing owed); per way the median
-    over ``rounds`` rounds, the ways in turn within a round."""
+    over ``rounds`` rounds, the ways in turn within a round, in reverse order every other round."""
     from smemkit.runtime.timing import _l2_flusher, _time
 
     module = KernelModule((Path(__file__).parent / "kernels" / "l2_keep_read.cu").read_text(), "l2_keep_read")
@@ -199,20 +198,23 @@ def flush_times(rounds: int = 3) -> dict[str, float]:
 
     flushes = {"fill": _l2_flusher("fill"), "read": _l2_flusher("read"), "discard": fill_then_discard}
     times: dict[str, list[float]] = {kind: [] for kind in flushes}
-    for _ in range(rounds):
-        for kind, flush in flushes.items():
-            times[kind].append(_time(read, 2, 30, True, flush, 10.0, False).median_ms)
+    for round_ in range(rounds):
+        for kind in (list(flushes) if round_ % 2 == 0 else list(reversed(flushes))):
+            times[kind].append(_time(read, 2, 30, True, flushes[kind], 10.0, False).median_ms)
     return {kind: statistics.median(values) for kind, values in times.items()}
 
 
-def test_the_read_flush_empties_the_l2_without_dirty_lines():
-    """flush_kind="read" (the offload benchmarks) leaves a read of three L2s as slow as after a
-    fill whose lines were discarded (so it kept none of the buffer) and no slower (it owes no
-    write-back), while after the default fill the same read carries the write-back (runtime.timing's
-    docstring; 117 MB GEMV: 42.6 us after a fill, 34.1 after the read flush, 34.0 after fill +
-    discard, benchmarks/results/h200/run_2026-11-30_seventeenth/c9)."""
+def test_the_read_flush_leaves_no_dirty_lines():
+    """flush_kind="read" (the offload benchmarks) leaves a read of three L2s no slower than after a
+    fill whose lines were discarded (it owes no write-back), while after the default fill the same
+    read carries the write-back (runtime.timing's docstring; 117 MB GEMV: 42.6 us after a fill,
+    34.1 after the read flush, 34.0 after fill + discard, benchmarks/results/h200/
+    run_2026-11-30_seventeenth/c9; this read: 56.6-56.8 / 48.3-48.4 / 48.0-48.2 us, c11). A read
+    this large reuses nothing between repetitions, so the test does not tell whether the flush
+    evicts lines a smaller op would reuse (timing could not, c9)."""
     if gpu_info(0).capability < (8, 0):
         pytest.skip("discard.global.L2 needs compute capability 8.0")
     t = flush_times()
-    assert 0.95 <= t["read"] / t["discard"] <= 1.05, t
+    print(t)
+    assert t["read"] <= 1.05 * t["discard"], t
     assert t["fill"] >= 1.05 * t["read"], t

@@ -38,14 +38,17 @@ their process).
 of launching (Python, argument checks) stays out and the GPU time is what is measured.
 ``flush_l2=True`` evicts the L2 before each repetition, so inputs come from HBM rather than from a
 cache warmed by the previous repetition. ``flush_kind="fill"`` (the default) overwrites a buffer
-twice the L2 size, as ``triton.testing.do_bench`` does; the L2 is then full of dirty lines that
-the timed call writes back to HBM as it evicts them. Measured on the H200
+twice the L2 size (``triton.testing.do_bench`` likewise zeroes a 256 MB buffer); the L2 is then
+full of dirty lines that the timed call writes back to HBM as it evicts them. Measured on the H200
 (benchmarks/results/h200/run_2026-11-30_seventeenth/c1/): a bf16 GEMV over a 117 MB weight ran 42.4 us
 after a fill, 34.0 us after ``flush_kind="read"`` (a sum over a buffer twice the L2 size, which
 leaves clean lines) and 33.2 us with no flush; over 470 MB, 126.4 / 111.4 / 110.7 us. After a fill
 whose lines were then dropped without write-back (``discard.global.L2``: nothing cached, nothing
-owed) the 117 MB GEMV ran 34.0 us against 34.1 after the read (c9), so the read empties the L2 as
-well as that, and a read of three L2s times the same after both (tests/gpu). Comparisons
+owed) the GEMVs ran 34.0 / 113.0 us against 34.1 / 115.9 after the read (c9; 42.6 / 123.8 after the
+fill), and a read of three L2s times the same after both (tests/gpu): for ops of at least twice
+the L2 the read flush leaves no write-back behind. Whether it evicts lines a smaller op would
+reuse could not be told by timing: a 32 MB read ran 12.2 us after the read flush, 18.8 after the
+discarded fill and 17.6 unflushed (c9). Comparisons
 between kernels of one workload are made after the same fill (the reduction benchmarks); a time
 held against a bandwidth bound (the offload benchmarks' ideal) uses the read, or it carries up to
 an L2 of write-back that the timed call never caused.
@@ -98,14 +101,20 @@ class Timing:
 FLUSH_KINDS = ("fill", "read")
 
 
+def _check_flush_kind(kind: object) -> None:
+    if kind not in FLUSH_KINDS:
+        raise InvalidArgumentError(f"flush_kind={kind!r}: one of {', '.join(map(repr, FLUSH_KINDS))}")
+
+
 def _l2_flusher(kind: str = "fill") -> Callable[[], None]:
     """A call that evicts the L2 (module docstring): ``fill`` writes twice the L2 size, ``read``
     sums a buffer of that size (zeroed once, here), leaving only clean lines."""
+    _check_flush_kind(kind)
     nbytes = max(2 * torch.cuda.get_device_properties(torch.cuda.current_device()).L2_cache_size, 1 << 20)
     if kind == "fill":
         scratch = torch.empty(nbytes, dtype=torch.uint8, device="cuda")
         return lambda: scratch.fill_(1)
-    clean = torch.zeros(nbytes // 4, dtype=torch.float32, device="cuda")
+    clean = torch.zeros(nbytes // 4, dtype=torch.float32, device="cuda")  # kind == "read"
     return lambda: clean.sum()
 
 
@@ -159,8 +168,7 @@ def time_gpu(fn: Callable[[], object], *, warmup: int = 3, reps: int = 20, graph
     repetition the ``flush_kind`` way (module docstring)."""
     if not math.isfinite(warm_ms):
         raise InvalidArgumentError(f"warm_ms={warm_ms}: a finite number of milliseconds (0: none)")
-    if flush_kind not in FLUSH_KINDS:
-        raise InvalidArgumentError(f"flush_kind={flush_kind!r}: one of {', '.join(map(repr, FLUSH_KINDS))}")
+    _check_flush_kind(flush_kind)  # before any GPU work, also when nothing is flushed
     flush = _l2_flusher(flush_kind) if flush_l2 else None
     return _time(fn, warmup, reps, graph, flush, warm_ms, reset_persisting_l2)
 

@@ -73,17 +73,20 @@ def test_h200_accuracy_on_the_embedded_table():
     assert wrong == [("pearson_bwd", 8192, True)]
 
 
-def test_lars_4k_stays_unprofitable_with_the_paired_reread_t512():
-    """The embedded lars-4K point, T_B's kernel reread_t512, with the sixteenth session's build:
-    three 512-thread CTAs per SM instead of four and 1.5 % faster (run_2026-11-30_sixteenth/c7).
-    Counted as CTAs, three would credit a stall and predict P = 2 to pay; the table measured P = 2
-    2.8 % slower. In 256-thread units (six) the model keeps saying no."""
+def test_lars_4k_stays_unprofitable_with_the_paired_reread_t512(monkeypatch):
+    """The embedded lars-4K point (run_2026-11-30_seventeenth/c2): T_B's kernel is reread_t512 with
+    its whole-vector path, three 512-thread CTAs per SM, and P = 2 measured 4.9 % slower in the
+    head to head. Counted as CTAs, three would credit a stall and predict P = 2 to pay (+1.2 us);
+    in 256-thread units (six) the model says no, as measured."""
+    from smemkit.reduction import cost_model
+
     profile = builtin_profiles()["h200_sxm"]
     point = next(p for p in h200_smemkit() if p.workload == "lars" and p.shape.N == 4096)
-    assert point.measured.baseline_variant == "reread_t512" and not point.measured_profitable
-    paired = dataclasses.replace(point.measured, baseline_ctas_per_sm=3.0,
-                                 baseline_ms=point.measured.baseline_ms * 0.985)
-    assert not evaluate(point.shape, profile, paired).profitable
+    assert point.measured.baseline_variant == "reread_t512" and point.measured.baseline_ctas_per_sm == 3.0
+    assert not point.measured_profitable
+    assert not evaluate(point.shape, profile, point.measured).profitable
+    monkeypatch.setattr(cost_model, "THREAD_UNIT_KINDS", ("staged", "regs"))  # re-read kernels in CTAs
+    assert evaluate(point.shape, profile, point.measured).profitable
 
 
 def test_dispatch_follows_the_model_on_the_embedded_table():

@@ -26,7 +26,7 @@ extern "C" __global__ void read_plain(const float4* x, long long n, float* sink)
 
 // Drops every 128-byte line of `p` from the L2 without writing it back (discard.global.L2,
 // sm_80+): after a dirtying fill, the L2 holds none of the fill's lines and no write-back is owed.
-extern "C" __global__ void discard_l2(const char* p, long long lines) {
+extern "C" __global__ void discard_l2(char* p, long long lines) {
   for (long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x; i < lines;
        i += (long long)gridDim.x * blockDim.x) {
     asm volatile("discard.global.L2 [%0], 128;" ::"l"(p + i * 128) : "memory");
