@@ -1,0 +1,45 @@
+"""The offload benchmark's summary counts (benchmarks/offload_ops.py), on synthetic records and on
+the recorded H200 run."""
+
+import importlib.util
+import json
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[3]
+
+
+def _bench():
+    spec = importlib.util.spec_from_file_location("offload_ops_bench", ROOT / "benchmarks" / "offload_ops.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def _rec(method, r, batch, ms, ideal, **extra):
+    return {"shape": [64, 64], "batch": batch, "r": r, "method": method, "ms": ms, "ideal_ms": ideal, **extra}
+
+
+def test_summary_counts_each_target_over_its_own_points():
+    records = [
+        _rec("smemkit", "0", 1, 1.04, 1.0), _rec("cublas_hbm", "0", 1, 1.0, 1.0),  # r = 0: within 5 %
+        _rec("smemkit", "0", 8, 1.06, 1.0), _rec("cublas_hbm", "0", 8, 1.0, 1.0),  # 6 % slower
+        _rec("smemkit", "r*", 1, 1.11, 1.0, ideal_copy_ms=1.0),  # within both ideals
+        _rec("smemkit", "0.05", 1, 1.20, 1.0, ideal_copy_ms=1.10),  # only within the copy ideal
+        _rec("smemkit", "r*", 512, 2.0, 1.5), _rec("cublas_hbm", "r*", 512, 1.95, 1.5),
+        _rec("smemkit", "r_hide", 512, 2.2, 1.5), _rec("cublas_hbm", "r_hide", 512, 2.0, 1.5),
+        {"shape": [64, 64], "batch": 1, "r": "0.1", "method": "smemkit", "error": "failed"},  # no time
+    ]
+    s = _bench().summary(records)
+    assert s["offloaded_within_1.12x_ideal"] == [1, 4]
+    assert s["offloaded_within_1.12x_ideal_copy"] == [2, 2]
+    assert s["r0_within_5pct_of_cublas"] == [1, 2]
+    assert s["batch512_rstar_rhide_within_5pct_of_cublas"] == [1, 2]
+
+
+def test_summary_of_the_recorded_run_matches_the_docs():
+    """benchmarks/results/h200/offload_ops.json (seventeenth session, c2; docs/offload.md)."""
+    doc = json.loads((ROOT / "benchmarks" / "results" / "h200" / "offload_ops.json").read_text())
+    s = _bench().summary(doc["records"])
+    assert s["offloaded_within_1.12x_ideal"] == [80, 112]
+    assert s["r0_within_5pct_of_cublas"] == [16, 16]
+    assert s["batch512_rstar_rhide_within_5pct_of_cublas"] == [3, 8]
