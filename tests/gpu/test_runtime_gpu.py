@@ -138,13 +138,18 @@ def test_a_timing_without_the_reset_leaves_the_persisting_lines_alone(monkeypatc
     assert calls == [1]
 
 
+def l2_read_module() -> KernelModule:
+    """The L2 test kernels (kernels/l2_keep_read.cu): read_keep, read_plain, discard_l2."""
+    return KernelModule((Path(__file__).parent / "kernels" / "l2_keep_read.cu").read_text(), "l2_keep_read")
+
+
 def keep_ratios(rounds: int = 3) -> list[float]:
     """A flushed, graph-timed plain read of a 32 MB buffer right after an evict_last read of that
     buffer, over the same timing right after an evict_last read of another 32 MB buffer (at other
     addresses, so no line it keeps can hit): one ratio per round, sorted."""
     from smemkit.runtime.timing import time_gpu
 
-    module = KernelModule((Path(__file__).parent / "kernels" / "l2_keep_read.cu").read_text(), "l2_keep_read")
+    module = l2_read_module()
     keep, plain = (module.function(n, ("ptr", "i64", "ptr")) for n in ("read_keep", "read_plain"))
     x = torch.randn(8 << 20, device="cuda")
     other = torch.randn_like(x)
@@ -180,7 +185,7 @@ def flush_times(rounds: int = 3) -> dict[str, float]:
     over ``rounds`` rounds, the ways in turn within a round, in reverse order every other round."""
     from smemkit.runtime.timing import _l2_flusher, _time
 
-    module = KernelModule((Path(__file__).parent / "kernels" / "l2_keep_read.cu").read_text(), "l2_keep_read")
+    module = l2_read_module()
     plain = module.function("read_plain", ("ptr", "i64", "ptr"))
     discard = module.function("discard_l2", ("ptr", "i64"))
     l2 = torch.cuda.get_device_properties(0).L2_cache_size

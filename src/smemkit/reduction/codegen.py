@@ -464,10 +464,14 @@ def generate(spec: ReductionSpec, variant: Variant, min_blocks: int | None = Non
                                                                    for x in let_names)]
         batch = pass_batch(variant, len(used))
         fast = "_full && (_s.row_start & 3) == 0" if cols else "_full"
+        def last_read(n: str) -> str:
+            """"true" where this pass reads input ``n`` for the last time (its loads then drop the
+            L2 keep hint), else "false"."""
+            return "true" if (final_pass[n] == this_pass if exact_last_use else last_pass) else "false"
+
         def load_src(n: str) -> str:
-            final = final_pass[n] == this_pass if exact_last_use else last_pass
             return (f"s_{n}[_i]" if n in staged else f"r_{n}[_j]" if n in held else f"_b_{n}[_j]" if batch
-                    else f"load_vector<{'true' if final else 'false'}>(p_{n}, _v, _s, _l2_keep)")
+                    else f"load_vector<{last_read(n)}>(p_{n}, _v, _s, _l2_keep)")
 
         def vector_body(src_of, v_expr: str = "_s.v0 + _i", full: str = "owns_index(_i, _s)",
                         pad: str = "") -> None:
@@ -518,7 +522,6 @@ def generate(spec: ReductionSpec, variant: Variant, min_blocks: int | None = Non
             statistics pass, 6 in its output pass, where the general loop waits for 2 and 3;
             benchmarks/results/h200/run_2026-11-30_sixteenth/c7 and sass/). "unrolled": unguarded
             loads, the loop unrolled twice."""
-            final = "true" if last_pass else "false"
             if whole == "paired":
                 w("  if (_s.nfull == _s.nvec) {  // whole vectors: two per trip, both vectors' loads first")
                 w("#pragma unroll 1")
@@ -528,7 +531,8 @@ def generate(spec: ReductionSpec, variant: Variant, min_blocks: int | None = Non
                 w("    const long long _v1 = _two ? _v0 + THREADS : _v0;  // else the first again, unused")
                 for n in used:
                     for j in (0, 1):
-                        w(f"    const float4 {n}4_{j} = load_full_vector<{final}>(p_{n}, _v{j}, _l2_keep);")
+                        load = f"load_full_vector<{last_read(n)}>(p_{n}, _v{j}, _l2_keep)"
+                        w(f"    const float4 {n}4_{j} = {load};")
                 for j in (0, 1):
                     w("    {" if j == 0 else "    if (_two) {")
                     vector_body(lambda n, j=j: f"{n}4_{j}", f"_v{j}", "true", "  ")
@@ -537,7 +541,7 @@ def generate(spec: ReductionSpec, variant: Variant, min_blocks: int | None = Non
                 w("  if (_s.nfull == _s.nvec) {  // whole vectors: unguarded loads, the loop unrolled twice")
                 w("#pragma unroll 2")
                 w("  for (int _i = threadIdx.x; _i < _s.nvec; _i += THREADS) {")
-                vector_body(lambda n: f"load_full_vector<{final}>(p_{n}, _v, _l2_keep)", full="true")
+                vector_body(lambda n: f"load_full_vector<{last_read(n)}>(p_{n}, _v, _l2_keep)", full="true")
             w("  }")
             w("  } else {")
 
