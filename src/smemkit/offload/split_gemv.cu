@@ -165,16 +165,6 @@ __device__ __forceinline__ uint4 ld_weight_host(const u16* p) {
 // x fragments of the host role: small and re-read by every warp of the CTA, so cached in L1.
 __device__ __forceinline__ uint4 ld_x(const u16* p) { return ld_v4<kLdCached>(p); }
 
-__device__ __forceinline__ float to_f32(u16 h) {
-#if GEMV_DTYPE == 0
-  return __uint_as_float(static_cast<u32>(h) << 16);
-#else
-  float f;
-  asm("cvt.f32.f16 %0, %1;" : "=f"(f) : "h"(h));
-  return f;
-#endif
-}
-
 // Position (in 16-byte chunks) of chunk c of stage row r.
 __device__ __forceinline__ int swz(int r, int c) { return r * ROW_CHUNKS + (c ^ ((r & 1) << 2)); }
 

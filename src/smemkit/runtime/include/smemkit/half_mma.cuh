@@ -1,5 +1,5 @@
 // smemkit/half_mma.cuh: 16-bit tensor-core and load helpers shared by the offload kernels
-// (split_gemv.cu, split_attention.cu).
+// (split_gemv.cu, split_attention.cu, direct_gemm.cu).
 //
 // The including file defines SMEMKIT_HALF_BF16 (1: bf16, 0: fp16) before including this header;
 // u16 (ptx.cuh) values hold one element of that type.
@@ -39,6 +39,26 @@ __device__ __forceinline__ void mma16816(float (&c)[4], u32 a0, u32 a1, u32 a2, 
       "{%8, %9}, {%0, %1, %2, %3};"
       : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
       : "r"(a0), "r"(a1), "r"(a2), "r"(a3), "r"(b0), "r"(b1));
+#endif
+}
+
+// Four 8x8 matrices of 16-bit elements from shared memory (lanes 8j..8j+7 give the row
+// addresses of matrix j); thread l receives row l/4, elements 2(l%4), 2(l%4)+1 of each: the mma
+// fragment layout.
+__device__ __forceinline__ void ldmatrix_x4(u32 addr, u32& r0, u32& r1, u32& r2, u32& r3) {
+  asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0, %1, %2, %3}, [%4];"
+               : "=r"(r0), "=r"(r1), "=r"(r2), "=r"(r3)
+               : "r"(addr)
+               : "memory");
+}
+
+__device__ __forceinline__ float to_f32(u16 h) {
+#if SMEMKIT_HALF_BF16
+  return __uint_as_float(static_cast<u32>(h) << 16);
+#else
+  float f;
+  asm("cvt.f32.f16 %0, %1;" : "=f"(f) : "h"(h));
+  return f;
 #endif
 }
 

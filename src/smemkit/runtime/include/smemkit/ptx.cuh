@@ -118,6 +118,12 @@ __device__ __forceinline__ void mbarrier_arrive_expect_tx(u32 bar, u32 bytes) {
                "r"(bytes)
                : "memory");
 }
+// Arrive once on an mbarrier of any CTA of the cluster (`remote_bar`: a shared::cluster address
+// from mapa), releasing this thread's earlier shared-memory reads to that CTA.
+__device__ __forceinline__ void mbarrier_arrive_cluster(u32 remote_bar) {
+  asm volatile("mbarrier.arrive.release.cluster.shared::cluster.b64 _, [%0];" ::"r"(remote_bar)
+               : "memory");
+}
 __device__ __forceinline__ void mbarrier_expect_tx(u32 bar, u32 bytes) {
   asm volatile("mbarrier.expect_tx.relaxed.cta.shared::cta.b64 [%0], %1;" ::"r"(bar), "r"(bytes)
                : "memory");

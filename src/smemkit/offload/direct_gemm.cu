@@ -1,0 +1,303 @@
+// Direct-access GEMM of the host rows of a split weight, for large batches (DAK, seed 003 §4.2
+// and §4.3.2; SPEC §2; issue 5). Launched by smemkit/offload/direct_gemm.py.
+//
+//   y[m, n_hbm + n] = sum_k x[m, k] W_host[n, k] (+ bias[n_hbm + n])    m < M, n < n_h
+//
+// W_host is the host part of a SplitWeight (pinned memory, n_h x K, row-major). The kernel reads
+// it itself, by tensor copies (TMA) from its mapped address straight into shared memory: no
+// staging buffer in HBM, no copy engine. The HBM rows are cuBLAS's, on another stream, at the
+// same time (direct_gemm.py).
+//
+// Clusters of P CTAs (P = 1, 2, 4) share each weight tile (DAK's TMA multicast): CTA rank r of a
+// cluster multiplies x rows [128 (g P + r), + 128) (g: the cluster's m-group) and copies rows
+// [r BN / P, (r + 1) BN / P) of every weight tile to all P CTAs of its cluster with one multicast
+// tensor copy. So a host byte crosses PCIe once per cluster, not once per CTA: host memory is not
+// cached in the L2, and a batch of M rows in P = 1 CTAs would read the host part ceil(M / 128)
+// times. With M > 128 P rows, m_groups = ceil(M / (128 P)) cluster groups each read it once.
+//
+// Work: a unit is one tile of BN = 128 host rows x one k-split (cps k-chunks of 64). The clusters
+// of one m-group walk the units round-robin by cluster index (never by %smid); a CTA's k-split
+// partial (fp32) goes to the workspace ws[split][M][n_h], and the CTA that arrives last on the
+// (m-block, tile) counter (threadfence + atomicAdd) sums the partials in split order 0..S-1, adds
+// the bias and stores: bitwise the same result whichever CTA is last. With split = 1 the tile is
+// stored directly. The counters are left at zero.
+//
+// Roles (9 warps): warp 8 is the producer, warps 0-7 multiply.
+//   producer: a ring of `stages` slots of 32 KB (x tile 128 x 64 then weight tile 128 x 64, both
+//             128-byte rows in the 128-byte swizzle: chunk c of row r at r*128 + 16 (c ^ (r & 7))).
+//             For each stage it waits until the slot is empty in every CTA of the cluster, then
+//             lane 0 announces the weight tile's 16 KB on the slot's `full` barrier and issues its
+//             multicast slice, and the 32 lanes copy the x tile by cp.async (16 B each, zero-
+//             filled past M and K), arriving on `full` when their copies land. The bytes of
+//             host reads in flight per cluster are bounded by the ring: stages x 16 KB (the
+//             congestion window).
+//   math:     warp w takes x rows 64 (w / 4) .. + 63 and weight rows 32 (w % 4) .. + 31 of the
+//             128 x 128 output tile: per 16-k step four ldmatrix.x4 for x, two for the weight, 16
+//             mma.sync.m16n8k16 (fp32 accumulators). When done with a slot, lane 0 arrives on the
+//             slot's `empty` barrier in every CTA of the cluster (P remote arrivals).
+// Edges: weight rows past n_h and k past K are zero-filled by the tensor copy (its out-of-bounds
+// fill); the bytes still count on the barrier. x rows past M are zero-filled copies; outputs past
+// M or n_h are not stored.
+//
+// Compile-time: DG_DTYPE 0 bf16, 1 fp16 (x, W, bias, y share it).
+#ifndef DG_DTYPE
+#define DG_DTYPE 0
+#endif
+#define SMEMKIT_HALF_BF16 (DG_DTYPE == 0)
+#include <smemkit/half_mma.cuh>
+
+#define DG_BM 128
+#define DG_BN 128
+#define DG_BK 64
+#define DG_MATH_WARPS 8
+#define DG_MATH_THREADS (DG_MATH_WARPS * 32)
+#define DG_THREADS (DG_MATH_THREADS + 32)
+#define DG_MAX_STAGES 6
+#define DG_TILE_BYTES (DG_BM * DG_BK * 2)  // 16 KB: the x tile, and the weight tile (BN = BM)
+#define DG_SLOT_BYTES (2 * DG_TILE_BYTES)
+#define DG_MATH_BAR 1  // named barrier of the 256 math threads (0 is __syncthreads)
+
+namespace dgemm {
+
+using namespace smemkit;
+
+struct Args {
+  const void* wmap;  // tensor map of W_host (n_h x K), box 64 x BN / P, 128-byte swizzle
+  const u16* x;      // M x K, row-major, in device memory
+  const u16* bias;   // N (0: none)
+  u16* y;            // M x N, row-major
+  float* ws;         // split x M x n_h partials (split > 1)
+  u32* counters;     // m-blocks x tiles (split > 1)
+  int M, K, N, n_hbm, n_h, split, cps, m_groups, stages;
+};
+
+// Byte offset of 16-byte chunk c of row r in a 128-byte-swizzled tile (the TMA's pattern).
+__device__ __forceinline__ u32 swz(int r, int c) {
+  return static_cast<u32>(r * 128 + ((c ^ (r & 7)) << 4));
+}
+
+__device__ __forceinline__ void cp_async16(u32 dst, const void* src, u32 src_bytes) {
+  asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;" ::"r"(dst), "l"(src), "r"(src_bytes)
+               : "memory");
+}
+__device__ __forceinline__ void cp_async_arrive_noinc(u32 bar) {
+  asm volatile("cp.async.mbarrier.arrive.noinc.shared::cta.b64 [%0];" ::"r"(bar) : "memory");
+}
+__device__ __forceinline__ void math_sync() {
+  asm volatile("bar.sync %0, %1;" ::"n"(DG_MATH_BAR), "n"(DG_MATH_THREADS) : "memory");
+}
+
+// The stage sequence every CTA of a cluster walks: unit u = stream, stream + n_streams, ...;
+// stage (u, kc) for kc in the unit's k-chunks.
+struct Units {
+  int stream, n_streams, units, split, cps, kchunks;
+  __device__ __forceinline__ int tile(int u) const { return u / split; }
+  __device__ __forceinline__ int kc0(int u) const { return (u % split) * cps; }
+  __device__ __forceinline__ int kc1(int u) const { return min(kchunks, kc0(u) + cps); }
+};
+
+__device__ __forceinline__ void producer(const Args& a, const Units& w, int mblock, int rank, int P,
+                                         u32 ring, u32 full, u32 empty) {
+  const int lane = threadIdx.x & 31;
+  const u32 box_bytes = DG_TILE_BYTES / P;
+  const int box_rows = DG_BN / P;
+  const u16 mask = static_cast<u16>((1u << P) - 1u);
+  // x copies: 8 lanes per row (128 B), 4 rows per instruction, 32 instructions per stage
+  const int crow = lane >> 3, cc = lane & 7;
+  int q = 0;
+#pragma unroll 1
+  for (int u = w.stream; u < w.units; u += w.n_streams) {
+    const int tile = w.tile(u);
+#pragma unroll 1
+    for (int kc = w.kc0(u); kc < w.kc1(u); ++kc, ++q) {
+      const int slot = q % a.stages;
+      const int round = q / a.stages;
+      const u32 fb = full + 8u * slot, eb = empty + 8u * slot;
+      if (round > 0) mbarrier_wait_parity(eb, static_cast<u32>((round - 1) & 1));
+      const u32 xs = ring + static_cast<u32>(slot) * DG_SLOT_BYTES;
+      if (lane == 0) {
+        mbarrier_arrive_expect_tx(fb, DG_TILE_BYTES);  // the P weight slices
+        const u32 dst = xs + DG_TILE_BYTES + static_cast<u32>(rank) * box_bytes;
+        const int row = tile * DG_BN + rank * box_rows;
+        if (P > 1) {
+          cp_async_bulk_tensor_2d_g2s_multicast(dst, a.wmap, kc * DG_BK, row, fb, mask);
+        } else {
+          cp_async_bulk_tensor_2d_g2s(dst, a.wmap, kc * DG_BK, row, fb);
+        }
+      }
+      const int k = kc * DG_BK + 8 * cc;
+#pragma unroll 8
+      for (int i = 0; i < DG_BM / 4; ++i) {
+        const int r = 4 * i + crow;
+        const int m = mblock * DG_BM + r;
+        const bool ok = m < a.M && k < a.K;
+        cp_async16(xs + swz(r, cc), ok ? a.x + static_cast<u64>(m) * a.K + k : a.x, ok ? 16u : 0u);
+      }
+      cp_async_arrive_noinc(fb);
+    }
+  }
+  asm volatile("cp.async.wait_all;" ::: "memory");
+}
+
+// The (m-block, tile) output of a unit: stored, or its k-split partial stored and, by the last
+// CTA to arrive, every partial summed in split order.
+__device__ __forceinline__ void epilogue(const Args& a, float (&acc)[4][4][4], int mblock, int tile,
+                                         int s, int n_tiles, int* s_last) {
+  const int tid = threadIdx.x, warp = tid >> 5, lane = tid & 31;
+  const int g = lane >> 2, t = lane & 3;
+  const int m0 = mblock * DG_BM + (warp >> 2) * 64, n0 = tile * DG_BN + (warp & 3) * 32;
+  float* part = a.split > 1 ? a.ws + static_cast<u64>(s) * a.M * a.n_h : nullptr;
+#pragma unroll
+  for (int i = 0; i < 4; ++i) {
+#pragma unroll
+    for (int h = 0; h < 2; ++h) {
+      const int m = m0 + 16 * i + g + 8 * h;
+      if (m >= a.M) continue;
+#pragma unroll
+      for (int j = 0; j < 4; ++j) {
+#pragma unroll
+        for (int e = 0; e < 2; ++e) {
+          const int n = n0 + 8 * j + 2 * t + e;
+          if (n >= a.n_h) continue;
+          const float v = acc[i][j][2 * h + e];
+          if (part != nullptr) {
+            part[static_cast<u64>(m) * a.n_h + n] = v;
+          } else {
+            const float b = a.bias != nullptr ? to_f32(a.bias[a.n_hbm + n]) : 0.0f;
+            a.y[static_cast<u64>(m) * a.N + a.n_hbm + n] = from_f32(v + b);
+          }
+        }
+      }
+    }
+  }
+  if (part == nullptr) return;
+  __threadfence();
+  math_sync();
+  u32* counter = a.counters + mblock * n_tiles + tile;
+  if (tid == 0) {
+    const u32 old = atomicAdd(counter, 1u);
+    const int last = old == static_cast<u32>(a.split - 1);
+    if (last) atomicExch(counter, 0u);
+    *s_last = last;
+  }
+  math_sync();
+  if (*s_last) {
+    __threadfence();
+    for (int idx = tid; idx < DG_BM * DG_BN; idx += DG_MATH_THREADS) {
+      const int m = mblock * DG_BM + idx / DG_BN, n = tile * DG_BN + idx % DG_BN;
+      if (m >= a.M || n >= a.n_h) continue;
+      float v = 0.0f;
+      for (int sp = 0; sp < a.split; ++sp) {
+        v += ld_partial(a.ws + (static_cast<u64>(sp) * a.M + m) * a.n_h + n);
+      }
+      if (a.bias != nullptr) v += to_f32(a.bias[a.n_hbm + n]);
+      a.y[static_cast<u64>(m) * a.N + a.n_hbm + n] = from_f32(v);
+    }
+  }
+  math_sync();  // s_last is rewritten by the next unit's epilogue
+}
+
+__device__ __forceinline__ void math(const Args& a, const Units& w, int mblock, bool live, int P,
+                                     u32 ring, u32 full, u32 empty, int* s_last) {
+  const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
+  const int n_tiles = (a.n_h + DG_BN - 1) / DG_BN;
+  // ldmatrix row addresses: x (A) matrices j = lane / 8: rows +8 for j odd, k + 8 for j >= 2;
+  // weight (B) matrices: k + 8 for j odd, rows + 8 for j >= 2.
+  const int ar = (warp >> 2) * 64 + (lane & 7) + 8 * ((lane >> 3) & 1), ac = lane >> 4;
+  const int br = (warp & 3) * 32 + (lane & 7) + 8 * (lane >> 4), bc = (lane >> 3) & 1;
+  u32 remote_empty[4];
+#pragma unroll
+  for (int r = 0; r < 4; ++r) remote_empty[r] = r < P && P > 1 ? mapa(empty, static_cast<u32>(r)) : 0u;
+  float acc[4][4][4];
+  int q = 0;
+#pragma unroll 1
+  for (int u = w.stream; u < w.units; u += w.n_streams) {
+#pragma unroll
+    for (int i = 0; i < 4; ++i)
+#pragma unroll
+      for (int j = 0; j < 4; ++j) acc[i][j][0] = acc[i][j][1] = acc[i][j][2] = acc[i][j][3] = 0.0f;
+#pragma unroll 1
+    for (int kc = w.kc0(u); kc < w.kc1(u); ++kc, ++q) {
+      const int slot = q % a.stages;
+      mbarrier_wait_parity(full + 8u * slot, static_cast<u32>((q / a.stages) & 1));
+      const u32 xs = ring + static_cast<u32>(slot) * DG_SLOT_BYTES, ws = xs + DG_TILE_BYTES;
+#pragma unroll
+      for (int kk = 0; kk < DG_BK / 16; ++kk) {
+        u32 af[4][4], bf[4][2];
+#pragma unroll
+        for (int i = 0; i < 4; ++i) {
+          ldmatrix_x4(xs + swz(ar + 16 * i, 2 * kk + ac), af[i][0], af[i][1], af[i][2], af[i][3]);
+        }
+#pragma unroll
+        for (int jp = 0; jp < 2; ++jp) {
+          ldmatrix_x4(ws + swz(br + 16 * jp, 2 * kk + bc), bf[2 * jp][0], bf[2 * jp][1],
+                      bf[2 * jp + 1][0], bf[2 * jp + 1][1]);
+        }
+#pragma unroll
+        for (int i = 0; i < 4; ++i)
+#pragma unroll
+          for (int j = 0; j < 4; ++j)
+            mma16816(acc[i][j], af[i][0], af[i][1], af[i][2], af[i][3], bf[j][0], bf[j][1]);
+      }
+      __syncwarp();
+      if (lane == 0) {
+        if (P > 1) {
+#pragma unroll
+          for (int r = 0; r < 4; ++r) {
+            if (r < P) mbarrier_arrive_cluster(remote_empty[r] + 8u * slot);
+          }
+        } else {
+          mbarrier_arrive(empty + 8u * slot);
+        }
+      }
+    }
+    if (live) epilogue(a, acc, mblock, w.tile(u), u % w.split, n_tiles, s_last);
+  }
+}
+
+}  // namespace dgemm
+
+// Parameters (the order direct_gemm.py packs): wmap, x, bias (0: none), y, ws (0: split 1),
+// counters (0: split 1), M, K, N, n_hbm, n_h, split, cps (k-chunks of 64 per split), m_groups,
+// stages (1..DG_MAX_STAGES). Grid: P x clusters CTAs of DG_THREADS, clusters of P along x,
+// clusters a multiple of m_groups. Dynamic shared memory: stages x 32 KB + 1024 (alignment).
+extern "C" __global__ void __launch_bounds__(DG_THREADS, 1) direct_gemm(
+    const void* __restrict__ wmap, const u16* __restrict__ x, const u16* __restrict__ bias,
+    u16* __restrict__ y, float* __restrict__ ws, u32* __restrict__ counters, int M, int K, int N,
+    int n_hbm, int n_h, int split, int cps, int m_groups, int stages) {
+  using namespace dgemm;
+  extern __shared__ unsigned char dg_dyn[];
+  __shared__ __align__(8) u64 bars[2 * DG_MAX_STAGES];
+  __shared__ int s_last;
+  const Args a{wmap, x, bias, y, ws, counters, M, K, N, n_hbm, n_h, split, cps, m_groups, stages};
+  const int P = static_cast<int>(cluster_nctarank());
+  const int rank = static_cast<int>(cluster_ctarank());
+  const int cluster = static_cast<int>(blockIdx.x) / P;
+  const int n_clusters = static_cast<int>(gridDim.x) / P;
+  const int mblock = (cluster % m_groups) * P + rank;
+  const bool live = mblock * DG_BM < M;
+  const u32 base = smem_u32(dg_dyn);
+  const u32 ring = (base + 1023u) & ~1023u;
+  const u32 full = smem_u32(&bars[0]), empty = smem_u32(&bars[DG_MAX_STAGES]);
+  const int kchunks = (K + DG_BK - 1) / DG_BK;
+  const Units w{cluster / m_groups, n_clusters / m_groups, ((n_h + DG_BN - 1) / DG_BN) * split, split,
+                cps, kchunks};
+  if (threadIdx.x == 0) {
+    for (int s = 0; s < stages; ++s) {
+      mbarrier_init(full + 8u * s, 33);  // the expect_tx arrival + 32 cp.async arrivals
+      mbarrier_init(empty + 8u * s, DG_MATH_WARPS * P);
+    }
+    fence_mbarrier_init_cluster();
+  }
+  if (P > 1) {
+    cluster_sync();  // every CTA's barriers exist before a multicast or a remote arrival
+  } else {
+    __syncthreads();
+  }
+  if (threadIdx.x >= DG_MATH_THREADS) {
+    producer(a, w, mblock, rank, P, ring, full, empty);
+  } else {
+    math(a, w, mblock, live, P, ring, full, empty, &s_last);
+  }
+  if (P > 1) cluster_sync();  // no peer still multicasts into, or arrives on, this CTA's shared memory
+}

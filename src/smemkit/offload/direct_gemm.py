@@ -1,0 +1,273 @@
+"""Large-batch split linear with DAK's direct-access GEMM: the host rows multiplied by a kernel that
+reads them itself (TMA tensor copies from pinned memory into shared memory, multicast across a
+cluster of P CTAs), beside cuBLAS on the HBM rows (``direct_gemm.cu``; seed 003 §4.2, §4.3.2).
+
+The ring path (:mod:`.ring_gemm`) lands the host rows in HBM by the copy engine and multiplies them
+by cuBLAS once landed; its chunk GEMMs wait for SMs until the HBM rows' GEMM ends. Here the host
+rows' kernel holds ``P x clusters`` SMs from the start (one CTA per SM: 9 warps and stages x 32 KB
+of shared memory) and streams the host part at the link's rate while cuBLAS multiplies the HBM
+rows on the other SMs (its grid sized to them by torch's SM carveout where torch has one). No HBM
+staging buffer; the bytes of host reads in flight are stages x 16 KB per cluster.
+
+Plan: the host part is cut into tiles of 128 rows; each tile's K is split so that the clusters of an
+m-group get at least ``UNITS_PER_STREAM`` units each (a unit is one tile x one k-split); the
+partials are summed in split order by the last CTA (bitwise reproducible).
+"""
+
+from __future__ import annotations
+
+import ctypes
+import math
+import threading
+from dataclasses import asdict, dataclass
+from functools import cache
+
+import torch
+
+from smemkit.errors import InvalidArgumentError, UnsupportedDeviceError, is_int
+from smemkit.offload.pinned import SplitWeight
+from smemkit.runtime.compiler import DEFAULT_ARCH, CompiledModule, compile_module, package_source
+
+SOURCE = "offload/direct_gemm.cu"
+KERNEL = "direct_gemm"
+PARAMS = ("ptr", "ptr", "ptr", "ptr", "ptr", "ptr", "i32", "i32", "i32", "i32", "i32", "i32", "i32",
+          "i32", "i32")
+BM = BN = 128  # x rows per CTA, host rows per tile
+BK = 64  # k per stage (128-byte rows: the 128-byte swizzle)
+THREADS = 288  # 8 math warps + 1 producer warp
+MAX_STAGES = 6
+SLOT_BYTES = 32 << 10  # x tile + weight tile
+CLUSTER_SIZES = (1, 2, 4)
+DEFAULT_P = 4
+DEFAULT_STREAMS = 4  # clusters per m-group: one cluster of 4 read ~13 GB/s in the host-path probe
+DEFAULT_STAGES = 4
+UNITS_PER_STREAM = 2
+TENSOR_MAP_BYTES = 128
+DTYPE_CODE = {torch.bfloat16: 0, torch.float16: 1}
+
+
+@dataclass(frozen=True)
+class DirectPlan:
+    """One launch: clusters of P CTAs, ``m_groups`` of them per stream of units, the k-split."""
+
+    P: int
+    clusters: int
+    m_groups: int
+    split: int
+    cps: int
+    stages: int
+    tiles: int
+
+    @property
+    def ctas(self) -> int:
+        return self.P * self.clusters
+
+    @property
+    def smem(self) -> int:
+        return self.stages * SLOT_BYTES + 1024
+
+    def ws_floats(self, m: int, n_h: int) -> int:
+        return self.split * m * n_h if self.split > 1 else 0
+
+    def n_counters(self, m: int) -> int:
+        return self.m_groups * self.P * self.tiles if self.split > 1 else 0
+
+    def as_dict(self) -> dict:
+        return asdict(self) | {"ctas": self.ctas, "smem": self.smem}
+
+
+def plan_direct(m: int, n_h: int, k: int, *, P: int = DEFAULT_P, streams: int = DEFAULT_STREAMS,
+                stages: int = DEFAULT_STAGES, split: int | None = None) -> DirectPlan:
+    """The launch for M x K inputs and n_h host rows: ``streams`` clusters per m-group, each unit
+    stream given at least UNITS_PER_STREAM units by splitting K (unless ``split`` is given)."""
+    if not is_int(P) or P not in CLUSTER_SIZES:
+        raise InvalidArgumentError(f"P (cluster size) must be one of {CLUSTER_SIZES}, got {P!r}")
+    if not is_int(stages) or not 1 <= stages <= MAX_STAGES:
+        raise InvalidArgumentError(f"stages must be an integer in 1..{MAX_STAGES}, got {stages!r}")
+    if not is_int(streams) or streams < 1:
+        raise InvalidArgumentError(f"streams must be a positive integer, got {streams!r}")
+    for name, v in (("m", m), ("n_h", n_h), ("k", k)):
+        if not is_int(v) or v < 1:
+            raise InvalidArgumentError(f"{name} must be a positive integer, got {v!r}")
+    tiles = math.ceil(n_h / BN)
+    kchunks = math.ceil(k / BK)
+    if split is None:
+        split = min(kchunks, max(1, math.ceil(UNITS_PER_STREAM * streams / tiles)))
+    if not is_int(split) or not 1 <= split <= kchunks:
+        raise InvalidArgumentError(f"split must be an integer in 1..{kchunks} (k-chunks of {BK}), "
+                                   f"got {split!r}")
+    cps = math.ceil(kchunks / split)
+    split = math.ceil(kchunks / cps)  # no empty k-split
+    m_groups = math.ceil(math.ceil(m / BM) / P)
+    streams = min(streams, tiles * split)  # no idle cluster
+    return DirectPlan(P, streams * m_groups, m_groups, split, cps, stages, tiles)
+
+
+@cache
+def source() -> str:
+    return package_source(SOURCE)
+
+
+def variant_label(dtype: torch.dtype) -> str:
+    return f"offload/direct_gemm.{'bf16' if dtype == torch.bfloat16 else 'fp16'}"
+
+
+def defines(dtype: torch.dtype) -> dict[str, int]:
+    if dtype not in DTYPE_CODE:
+        raise InvalidArgumentError(f"direct GEMM dtype must be bfloat16 or float16, got {dtype}")
+    return {"DG_DTYPE": DTYPE_CODE[dtype]}
+
+
+def compile_variant(dtype: torch.dtype, arch: str = DEFAULT_ARCH) -> CompiledModule:
+    return compile_module(source(), variant_label(dtype), arch=arch, defines=defines(dtype))
+
+
+_KERNELS: dict[torch.dtype, object] = {}
+_MAPS: dict[tuple[int, int, int, int, torch.dtype], torch.Tensor] = {}
+_SCRATCH: dict[int, object] = {}
+_LOCK = threading.Lock()
+
+
+def _kernel(dtype: torch.dtype):
+    from smemkit.runtime.launch import KernelModule
+
+    with _LOCK:
+        if dtype not in _KERNELS:
+            module = KernelModule(source(), variant_label(dtype), defines(dtype))
+            _KERNELS[dtype] = module.function(KERNEL, PARAMS)
+        return _KERNELS[dtype]
+
+
+def host_tensor_map(weight: SplitWeight, P: int) -> torch.Tensor:
+    """The tensor map (128 bytes in device memory) of the weight's host rows with a box of 64 k x
+    128 / P rows, 128-byte swizzle, zero fill out of bounds; made once per (host part, P)."""
+    n_h, k = weight.host_rows, weight.shape[1]
+    ptr = int(weight.host_ptr)
+    key = (ptr, n_h, k, P, weight.dtype)
+    with _LOCK:
+        if key in _MAPS:
+            return _MAPS[key]
+    from cuda.bindings import driver
+
+    dt = (driver.CUtensorMapDataType.CU_TENSOR_MAP_DATA_TYPE_BFLOAT16 if weight.dtype == torch.bfloat16
+          else driver.CUtensorMapDataType.CU_TENSOR_MAP_DATA_TYPE_FLOAT16)
+    err, tmap = driver.cuTensorMapEncodeTiled(
+        dt, 2, ptr, [driver.cuuint64_t(k), driver.cuuint64_t(n_h)], [driver.cuuint64_t(k * 2)],
+        [driver.cuuint32_t(BK), driver.cuuint32_t(BN // P)], [driver.cuuint32_t(1), driver.cuuint32_t(1)],
+        driver.CUtensorMapInterleave.CU_TENSOR_MAP_INTERLEAVE_NONE,
+        driver.CUtensorMapSwizzle.CU_TENSOR_MAP_SWIZZLE_128B,
+        driver.CUtensorMapL2promotion.CU_TENSOR_MAP_L2_PROMOTION_NONE,
+        driver.CUtensorMapFloatOOBfill.CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE)
+    if int(err) != 0:
+        raise UnsupportedDeviceError(f"cuTensorMapEncodeTiled refused the host rows ({n_h} x {k}): {err}")
+    raw = ctypes.string_at(tmap.getPtr(), TENSOR_MAP_BYTES)
+    dev = torch.frombuffer(bytearray(raw), dtype=torch.uint8).to(weight.device)
+    if dev.data_ptr() % 64:
+        raise UnsupportedDeviceError("the tensor map's device copy is not 64-byte aligned")
+    with _LOCK:
+        return _MAPS.setdefault(key, dev)
+
+
+def release_maps(weight: SplitWeight) -> None:
+    """Forget the tensor maps of a weight's host part (before its pinned memory is freed)."""
+    ptr = int(weight.host_ptr)
+    with _LOCK:
+        for key in [key for key in _MAPS if key[0] == ptr]:
+            del _MAPS[key]
+
+
+def _scratch(device_index: int):
+    from smemkit.offload.gemv import SplitScratch
+
+    with _LOCK:
+        return _SCRATCH.setdefault(device_index, SplitScratch(device_index))
+
+
+def check_direct(x2: torch.Tensor, weight: SplitWeight) -> None:
+    """What the kernel needs beyond split_linear's checks: K a multiple of 8 (16-byte rows for the
+    tensor copies) and a contiguous input."""
+    k = weight.shape[1]
+    if k % 8:
+        raise InvalidArgumentError(f"the direct path needs K % 8 == 0 (16-byte weight rows), got K = {k}")
+    if not x2.is_contiguous():
+        raise InvalidArgumentError("the direct path needs a contiguous input")
+
+
+def direct_host_rows(x2: torch.Tensor, weight: SplitWeight, bias: torch.Tensor | None, y2: torch.Tensor,
+                     plan: DirectPlan | None = None) -> DirectPlan:
+    """Output columns [n_hbm, N) = x2 @ W_host.T (+ bias) by the direct kernel, on the current
+    stream. Returns the plan it ran."""
+    check_direct(x2, weight)
+    m, k = x2.shape
+    n_h = weight.host_rows
+    plan = plan or plan_direct(m, n_h, k)
+    dev = x2.device.index
+    ws, counters = _scratch(dev).reserve(plan.ws_floats(m, n_h), plan.n_counters(m))
+    tmap = host_tensor_map(weight, plan.P)
+    _kernel(x2.dtype).launch(
+        plan.ctas, THREADS, tmap, x2, 0 if bias is None else bias, y2, 0 if ws is None else ws,
+        0 if counters is None else counters, m, k, weight.shape[0], weight.n_hbm, n_h, plan.split,
+        plan.cps, plan.m_groups, plan.stages, smem=plan.smem, cluster=plan.P, device=dev)
+    return plan
+
+
+class DirectStreams:
+    """The side stream the host rows' kernel runs on, and the events that fork and join it."""
+
+    def __init__(self, device: torch.device) -> None:
+        self.side = torch.cuda.Stream(device=device)
+        self.lock = threading.Lock()
+
+
+_STREAMS: dict[tuple[int, int], DirectStreams] = {}
+
+
+def _streams(device: torch.device, main: torch.cuda.Stream) -> DirectStreams:
+    key = (device.index, main.cuda_stream)
+    with _LOCK:
+        return _STREAMS.setdefault(key, DirectStreams(device))
+
+
+def direct_linear(x2: torch.Tensor, weight: SplitWeight, bias: torch.Tensor | None, y2: torch.Tensor,
+                  plan: DirectPlan | None = None, carveout: bool = True) -> DirectPlan | None:
+    """``y2 = x2 @ W.T (+ bias)``: the host rows by the direct kernel on a side stream, enqueued
+    first so that its CTAs hold their SMs, the HBM rows by cuBLAS on the caller's stream (with
+    ``carveout``, told to leave the kernel's SMs free). Capturable in a CUDA graph."""
+    from smemkit.offload.ring_gemm import linear_into
+
+    n_hbm = weight.n_hbm
+    main = torch.cuda.current_stream(x2.device)
+    if not weight.host_rows:
+        linear_into(x2, weight.hbm, bias, y2[:, :n_hbm])
+        return None
+    check_direct(x2, weight)
+    plan = plan or plan_direct(x2.shape[0], weight.host_rows, x2.shape[1])
+    s = _streams(x2.device, main)
+    with s.lock:
+        s.side.wait_stream(main)
+        try:
+            with torch.cuda.stream(s.side):
+                direct_host_rows(x2, weight, bias, y2, plan)
+            if n_hbm:
+                with _sm_carveout(plan.ctas if carveout else 0):
+                    linear_into(x2, weight.hbm, None if bias is None else bias[:n_hbm], y2[:, :n_hbm])
+        finally:
+            main.wait_stream(s.side)
+    return plan
+
+
+class _sm_carveout:
+    """Asks cuBLAS (through torch) to leave ``sms`` SMs free for the duration, where torch has the
+    setting; otherwise does nothing."""
+
+    def __init__(self, sms: int) -> None:
+        self.sms = sms
+        self.setter = getattr(torch._C, "_set_sm_carveout_experimental", None)
+
+    def __enter__(self) -> None:
+        if self.sms and self.setter is not None:
+            self.setter(self.sms)
+
+    def __exit__(self, *exc) -> None:
+        if self.sms and self.setter is not None:
+            self.setter(None)
