@@ -9,12 +9,19 @@
 // same time (direct_gemm.py).
 //
 // Clusters of P CTAs (P = 1, 2, 4) share each weight tile (DAK's TMA multicast): CTA rank r of a
-// cluster multiplies x rows [128 (g P + r), + 128) (g: the cluster's m-group) and copies rows
-// [r BN / P, (r + 1) BN / P) of every weight tile to all P CTAs of its cluster with one multicast
-// tensor copy. So a host byte crosses PCIe once per cluster, not once per CTA: host memory is not
-// cached in the L2, and a batch of M rows in P = 1 CTAs would read the host part ceil(M / 128)
-// times. With M > 128 P rows, m_groups = ceil(M / (128 P)) cluster groups each read it once.
-//
+// cluster multiplies x rows [128 (g P + r), + 128) (g: the cluster's m-group), and the weight tile
+// (128 host rows x 64 k) is brought by tensor copies of 64-row boxes (then 16-row boxes for a
+// last tile's remainder), box j issued by rank j % P and multicast to all P CTAs. So a host byte
+// crosses PCIe once per cluster, not once per CTA: host memory is not cached in the L2, and a
+// batch of M rows in P = 1 CTAs would read the host part ceil(M / 128) times. With M > 128 P rows,
+// m_groups = ceil(M / (128 P)) cluster groups each read it once.
+// Box sizes, measured (benchmarks/results/h200/run_2026-11-30_eighteenth/c2): 64- and 128-row boxes
+// of 128 B rows reach 51 GB/s from 16 CTAs with or without multicast, 32-row boxes 29-32 GB/s;
+// a box wholly past the tensor's rows ran at 1.8 GB/s and partly past it slowed the stream too. So
+// no box is issued past the host rows (a remainder under 16 rows is the only partial box), and
+// the rows a tile lacks are left stale in shared memory: weight row n feeds only output column n,
+// which is not stored.
+
 // Work: a unit is one tile of BN = 128 host rows x one k-split (cps k-chunks of 64). The clusters
 // of one m-group walk the units round-robin by cluster index (never by %smid); a CTA's k-split
 // partial (fp32) goes to the workspace ws[split][M][n_h], and the CTA that arrives last on the
@@ -26,18 +33,18 @@
 //   producer: a ring of `stages` slots of 32 KB (x tile 128 x 64 then weight tile 128 x 64, both
 //             128-byte rows in the 128-byte swizzle: chunk c of row r at r*128 + 16 (c ^ (r & 7))).
 //             For each stage it waits until the slot is empty in every CTA of the cluster, then
-//             lane 0 announces the weight tile's 16 KB on the slot's `full` barrier and issues its
-//             multicast slice, and the 32 lanes copy the x tile by cp.async (16 B each, zero-
-//             filled past M and K), arriving on `full` when their copies land. The bytes of
+//             lane 0 announces the weight tile's bytes on the slot's `full` barrier and issues
+//             its boxes (multicast), and the 32 lanes copy the x tile by cp.async (16 B each,
+//             zero-filled past M and K), arriving on `full` when their copies land. The bytes of
 //             host reads in flight per cluster are bounded by the ring: stages x 16 KB (the
 //             congestion window).
 //   math:     warp w takes x rows 64 (w / 4) .. + 63 and weight rows 32 (w % 4) .. + 31 of the
 //             128 x 128 output tile: per 16-k step four ldmatrix.x4 for x, two for the weight, 16
 //             mma.sync.m16n8k16 (fp32 accumulators). When done with a slot, lane 0 arrives on the
 //             slot's `empty` barrier in every CTA of the cluster (P remote arrivals).
-// Edges: weight rows past n_h and k past K are zero-filled by the tensor copy (its out-of-bounds
-// fill); the bytes still count on the barrier. x rows past M are zero-filled copies; outputs past
-// M or n_h are not stored.
+// Edges: k past K (and a remainder box's rows past n_h) are zero-filled by the tensor copy (its
+// out-of-bounds fill; the bytes still count on the barrier); x rows past M are zero-filled copies;
+// outputs past M or n_h are not stored.
 //
 // Compile-time: DG_DTYPE 0 bf16, 1 fp16 (x, W, bias, y share it).
 #ifndef DG_DTYPE
@@ -56,13 +63,16 @@
 #define DG_TILE_BYTES (DG_BM * DG_BK * 2)  // 16 KB: the x tile, and the weight tile (BN = BM)
 #define DG_SLOT_BYTES (2 * DG_TILE_BYTES)
 #define DG_MATH_BAR 1  // named barrier of the 256 math threads (0 is __syncthreads)
+#define DG_BOX 64      // rows of the main weight box (8 KB)
+#define DG_SUB_BOX 16  // rows of the remainder box (2 KB)
+#define DG_MAP_BYTES 128
 
 namespace dgemm {
 
 using namespace smemkit;
 
 struct Args {
-  const void* wmap;  // tensor map of W_host (n_h x K), box 64 x BN / P, 128-byte swizzle
+  const unsigned char* wmaps;  // two tensor maps of W_host (n_h x K), boxes 64 k x 64 / 16 rows
   const u16* x;      // M x K, row-major, in device memory
   const u16* bias;   // N (0: none)
   u16* y;            // M x N, row-major
@@ -99,15 +109,18 @@ struct Units {
 __device__ __forceinline__ void producer(const Args& a, const Units& w, int mblock, int rank, int P,
                                          u32 ring, u32 full, u32 empty) {
   const int lane = threadIdx.x & 31;
-  const u32 box_bytes = DG_TILE_BYTES / P;
-  const int box_rows = DG_BN / P;
   const u16 mask = static_cast<u16>((1u << P) - 1u);
+  const void* map64 = a.wmaps;
+  const void* map16 = a.wmaps + DG_MAP_BYTES;
   // x copies: 8 lanes per row (128 B), 4 rows per instruction, 32 instructions per stage
   const int crow = lane >> 3, cc = lane & 7;
   int q = 0;
 #pragma unroll 1
   for (int u = w.stream; u < w.units; u += w.n_streams) {
     const int tile = w.tile(u);
+    const int rows = min(DG_BN, a.n_h - tile * DG_BN);
+    const int n64 = rows / DG_BOX, n16 = (rows - n64 * DG_BOX + DG_SUB_BOX - 1) / DG_SUB_BOX;
+    const u32 tile_bytes = static_cast<u32>(n64 * DG_BOX + n16 * DG_SUB_BOX) * 128u;
 #pragma unroll 1
     for (int kc = w.kc0(u); kc < w.kc1(u); ++kc, ++q) {
       const int slot = q % a.stages;
@@ -116,13 +129,17 @@ __device__ __forceinline__ void producer(const Args& a, const Units& w, int mblo
       if (round > 0) mbarrier_wait_parity(eb, static_cast<u32>((round - 1) & 1));
       const u32 xs = ring + static_cast<u32>(slot) * DG_SLOT_BYTES;
       if (lane == 0) {
-        mbarrier_arrive_expect_tx(fb, DG_TILE_BYTES);  // the P weight slices
-        const u32 dst = xs + DG_TILE_BYTES + static_cast<u32>(rank) * box_bytes;
-        const int row = tile * DG_BN + rank * box_rows;
-        if (P > 1) {
-          cp_async_bulk_tensor_2d_g2s_multicast(dst, a.wmap, kc * DG_BK, row, fb, mask);
-        } else {
-          cp_async_bulk_tensor_2d_g2s(dst, a.wmap, kc * DG_BK, row, fb);
+        mbarrier_arrive_expect_tx(fb, tile_bytes);  // every box of the tile lands in every CTA
+        for (int b = rank; b < n64 + n16; b += P) {
+          const bool big = b < n64;
+          const int r0 = big ? b * DG_BOX : n64 * DG_BOX + (b - n64) * DG_SUB_BOX;
+          const u32 dst = xs + DG_TILE_BYTES + static_cast<u32>(r0) * 128u;
+          const void* map = big ? map64 : map16;
+          if (P > 1) {
+            cp_async_bulk_tensor_2d_g2s_multicast(dst, map, kc * DG_BK, tile * DG_BN + r0, fb, mask);
+          } else {
+            cp_async_bulk_tensor_2d_g2s(dst, map, kc * DG_BK, tile * DG_BN + r0, fb);
+          }
         }
       }
       const int k = kc * DG_BK + 8 * cc;
@@ -257,19 +274,20 @@ __device__ __forceinline__ void math(const Args& a, const Units& w, int mblock, 
 
 }  // namespace dgemm
 
-// Parameters (the order direct_gemm.py packs): wmap, x, bias (0: none), y, ws (0: split 1),
+// Parameters (the order direct_gemm.py packs): wmaps (the 64-row map, then the 16-row map, each
+// 128 B, 64-byte aligned), x, bias (0: none), y, ws (0: split 1),
 // counters (0: split 1), M, K, N, n_hbm, n_h, split, cps (k-chunks of 64 per split), m_groups,
 // stages (1..DG_MAX_STAGES). Grid: P x clusters CTAs of DG_THREADS, clusters of P along x,
 // clusters a multiple of m_groups. Dynamic shared memory: stages x 32 KB + 1024 (alignment).
 extern "C" __global__ void __launch_bounds__(DG_THREADS, 1) direct_gemm(
-    const void* __restrict__ wmap, const u16* __restrict__ x, const u16* __restrict__ bias,
+    const unsigned char* __restrict__ wmaps, const u16* __restrict__ x, const u16* __restrict__ bias,
     u16* __restrict__ y, float* __restrict__ ws, u32* __restrict__ counters, int M, int K, int N,
     int n_hbm, int n_h, int split, int cps, int m_groups, int stages) {
   using namespace dgemm;
   extern __shared__ unsigned char dg_dyn[];
   __shared__ __align__(8) u64 bars[2 * DG_MAX_STAGES];
   __shared__ int s_last;
-  const Args a{wmap, x, bias, y, ws, counters, M, K, N, n_hbm, n_h, split, cps, m_groups, stages};
+  const Args a{wmaps, x, bias, y, ws, counters, M, K, N, n_hbm, n_h, split, cps, m_groups, stages};
   const int P = static_cast<int>(cluster_nctarank());
   const int rank = static_cast<int>(cluster_ctarank());
   const int cluster = static_cast<int>(blockIdx.x) / P;

@@ -43,6 +43,7 @@ DEFAULT_STREAMS = 4  # clusters per m-group: one cluster of 4 read ~13 GB/s in t
 DEFAULT_STAGES = 4
 UNITS_PER_STREAM = 2
 TENSOR_MAP_BYTES = 128
+BOX_ROWS = (64, 16)  # the kernel's main and remainder boxes (32-row boxes read 29-32 GB/s, c2)
 DTYPE_CODE = {torch.bfloat16: 0, torch.float16: 1}
 
 
@@ -123,7 +124,7 @@ def compile_variant(dtype: torch.dtype, arch: str = DEFAULT_ARCH) -> CompiledMod
 
 
 _KERNELS: dict[torch.dtype, object] = {}
-_MAPS: dict[tuple[int, int, int, int, torch.dtype], torch.Tensor] = {}
+_MAPS: dict[tuple[int, int, int, torch.dtype], torch.Tensor] = {}
 _SCRATCH: dict[int, object] = {}
 _LOCK = threading.Lock()
 
@@ -138,12 +139,12 @@ def _kernel(dtype: torch.dtype):
         return _KERNELS[dtype]
 
 
-def host_tensor_map(weight: SplitWeight, P: int) -> torch.Tensor:
-    """The tensor map (128 bytes in device memory) of the weight's host rows with a box of 64 k x
-    128 / P rows, 128-byte swizzle, zero fill out of bounds; made once per (host part, P)."""
+def host_tensor_maps(weight: SplitWeight) -> torch.Tensor:
+    """The two tensor maps (2 x 128 bytes in device memory) of the weight's host rows, boxes of 64 k
+    x BOX_ROWS rows, 128-byte swizzle, zero fill out of bounds; made once per host part."""
     n_h, k = weight.host_rows, weight.shape[1]
     ptr = int(weight.host_ptr)
-    key = (ptr, n_h, k, P, weight.dtype)
+    key = (ptr, n_h, k, weight.dtype)
     with _LOCK:
         if key in _MAPS:
             return _MAPS[key]
@@ -151,29 +152,23 @@ def host_tensor_map(weight: SplitWeight, P: int) -> torch.Tensor:
 
     dt = (driver.CUtensorMapDataType.CU_TENSOR_MAP_DATA_TYPE_BFLOAT16 if weight.dtype == torch.bfloat16
           else driver.CUtensorMapDataType.CU_TENSOR_MAP_DATA_TYPE_FLOAT16)
-    err, tmap = driver.cuTensorMapEncodeTiled(
-        dt, 2, ptr, [driver.cuuint64_t(k), driver.cuuint64_t(n_h)], [driver.cuuint64_t(k * 2)],
-        [driver.cuuint32_t(BK), driver.cuuint32_t(BN // P)], [driver.cuuint32_t(1), driver.cuuint32_t(1)],
-        driver.CUtensorMapInterleave.CU_TENSOR_MAP_INTERLEAVE_NONE,
-        driver.CUtensorMapSwizzle.CU_TENSOR_MAP_SWIZZLE_128B,
-        driver.CUtensorMapL2promotion.CU_TENSOR_MAP_L2_PROMOTION_NONE,
-        driver.CUtensorMapFloatOOBfill.CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE)
-    if int(err) != 0:
-        raise UnsupportedDeviceError(f"cuTensorMapEncodeTiled refused the host rows ({n_h} x {k}): {err}")
-    raw = ctypes.string_at(tmap.getPtr(), TENSOR_MAP_BYTES)
+    raw = b""
+    for rows in BOX_ROWS:
+        err, tmap = driver.cuTensorMapEncodeTiled(
+            dt, 2, ptr, [driver.cuuint64_t(k), driver.cuuint64_t(n_h)], [driver.cuuint64_t(k * 2)],
+            [driver.cuuint32_t(BK), driver.cuuint32_t(rows)], [driver.cuuint32_t(1), driver.cuuint32_t(1)],
+            driver.CUtensorMapInterleave.CU_TENSOR_MAP_INTERLEAVE_NONE,
+            driver.CUtensorMapSwizzle.CU_TENSOR_MAP_SWIZZLE_128B,
+            driver.CUtensorMapL2promotion.CU_TENSOR_MAP_L2_PROMOTION_NONE,
+            driver.CUtensorMapFloatOOBfill.CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE)
+        if int(err) != 0:
+            raise UnsupportedDeviceError(f"cuTensorMapEncodeTiled refused the host rows ({n_h} x {k}): {err}")
+        raw += ctypes.string_at(tmap.getPtr(), TENSOR_MAP_BYTES)
     dev = torch.frombuffer(bytearray(raw), dtype=torch.uint8).to(weight.device)
     if dev.data_ptr() % 64:
-        raise UnsupportedDeviceError("the tensor map's device copy is not 64-byte aligned")
+        raise UnsupportedDeviceError("the tensor maps' device copy is not 64-byte aligned")
     with _LOCK:
         return _MAPS.setdefault(key, dev)
-
-
-def release_maps(weight: SplitWeight) -> None:
-    """Forget the tensor maps of a weight's host part (before its pinned memory is freed)."""
-    ptr = int(weight.host_ptr)
-    with _LOCK:
-        for key in [key for key in _MAPS if key[0] == ptr]:
-            del _MAPS[key]
 
 
 def _scratch(device_index: int):
@@ -203,7 +198,7 @@ def direct_host_rows(x2: torch.Tensor, weight: SplitWeight, bias: torch.Tensor |
     plan = plan or plan_direct(m, n_h, k)
     dev = x2.device.index
     ws, counters = _scratch(dev).reserve(plan.ws_floats(m, n_h), plan.n_counters(m))
-    tmap = host_tensor_map(weight, plan.P)
+    tmap = host_tensor_maps(weight)
     _kernel(x2.dtype).launch(
         plan.ctas, THREADS, tmap, x2, 0 if bias is None else bias, y2, 0 if ws is None else ws,
         0 if counters is None else counters, m, k, weight.shape[0], weight.n_hbm, n_h, plan.split,
