@@ -126,7 +126,7 @@ __device__ __forceinline__ void producer(const Args& a, const Units& w, int mblo
       const int slot = q % a.stages;
       const int round = q / a.stages;
       const u32 fb = full + 8u * slot, eb = empty + 8u * slot;
-      if (round > 0) mbarrier_wait_parity(eb, static_cast<u32>((round - 1) & 1));
+      if (round > 0) mbarrier_wait_parity_cta(eb, static_cast<u32>((round - 1) & 1));
       const u32 xs = ring + static_cast<u32>(slot) * DG_SLOT_BYTES;
       if (lane == 0) {
         mbarrier_arrive_expect_tx(fb, tile_bytes);  // every box of the tile lands in every CTA
@@ -236,7 +236,7 @@ __device__ __forceinline__ void math(const Args& a, const Units& w, int mblock, 
 #pragma unroll 1
     for (int kc = w.kc0(u); kc < w.kc1(u); ++kc, ++q) {
       const int slot = q % a.stages;
-      mbarrier_wait_parity(full + 8u * slot, static_cast<u32>((q / a.stages) & 1));
+      mbarrier_wait_parity_cta(full + 8u * slot, static_cast<u32>((q / a.stages) & 1));
       const u32 xs = ring + static_cast<u32>(slot) * DG_SLOT_BYTES, ws = xs + DG_TILE_BYTES;
 #pragma unroll
       for (int kk = 0; kk < DG_BK / 16; ++kk) {
@@ -261,7 +261,7 @@ __device__ __forceinline__ void math(const Args& a, const Units& w, int mblock, 
         if (P > 1) {
 #pragma unroll
           for (int r = 0; r < 4; ++r) {
-            if (r < P) mbarrier_arrive_cluster(remote_empty[r] + 8u * slot);
+            if (r < P) mbarrier_arrive_remote(remote_empty[r] + 8u * slot);
           }
         } else {
           mbarrier_arrive(empty + 8u * slot);

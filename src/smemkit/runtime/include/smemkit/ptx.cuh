@@ -119,10 +119,12 @@ __device__ __forceinline__ void mbarrier_arrive_expect_tx(u32 bar, u32 bytes) {
                : "memory");
 }
 // Arrive once on an mbarrier of any CTA of the cluster (`remote_bar`: a shared::cluster address
-// from mapa), releasing this thread's earlier shared-memory reads to that CTA.
-__device__ __forceinline__ void mbarrier_arrive_cluster(u32 remote_bar) {
-  asm volatile("mbarrier.arrive.release.cluster.shared::cluster.b64 _, [%0];" ::"r"(remote_bar)
-               : "memory");
+// from mapa). Release at CTA scope, as a pipeline's consumer frees a stage that a peer's multicast
+// refills (this thread's reads of its own shared memory are done before the arrival): the
+// .release.cluster form compiles to MEMBAR.ALL.GPU per arrival (direct_gemm, eighteenth session
+// c4: ~2-3 us per stage with it).
+__device__ __forceinline__ void mbarrier_arrive_remote(u32 remote_bar) {
+  asm volatile("mbarrier.arrive.shared::cluster.b64 _, [%0];" ::"r"(remote_bar) : "memory");
 }
 __device__ __forceinline__ void mbarrier_expect_tx(u32 bar, u32 bytes) {
   asm volatile("mbarrier.expect_tx.relaxed.cta.shared::cta.b64 [%0], %1;" ::"r"(bar), "r"(bytes)
@@ -136,6 +138,21 @@ __device__ __forceinline__ void mbarrier_wait_parity(u32 bar, u32 phase) {
       ".reg .pred done;\n"
       "WAIT_%=:\n"
       "mbarrier.try_wait.parity.acquire.cluster.shared::cta.b64 done, [%0], %1;\n"
+      "@!done bra WAIT_%=;\n"
+      "}\n" ::"r"(bar),
+      "r"(phase)
+      : "memory");
+}
+
+// The same wait with CTA-scope acquire: enough for data landed by tensor copies (also a peer's
+// multicast) and cp.async, whose completion the barrier itself tracks; the cluster-scope acquire
+// above also invalidates the L1 (CCTL.IVALL) on every completed wait.
+__device__ __forceinline__ void mbarrier_wait_parity_cta(u32 bar, u32 phase) {
+  asm volatile(
+      "{\n"
+      ".reg .pred done;\n"
+      "WAIT_%=:\n"
+      "mbarrier.try_wait.parity.shared::cta.b64 done, [%0], %1;\n"
       "@!done bra WAIT_%=;\n"
       "}\n" ::"r"(bar),
       "r"(phase)
