@@ -18,9 +18,10 @@ from __future__ import annotations
 
 import ctypes
 import math
+import struct
 import threading
 from dataclasses import asdict, dataclass
-from functools import cache
+from functools import cache, lru_cache
 
 import torch
 
@@ -31,7 +32,7 @@ from smemkit.runtime.compiler import DEFAULT_ARCH, CompiledModule, compile_modul
 SOURCE = "offload/direct_gemm.cu"
 KERNEL = "direct_gemm"
 PARAMS = ("ptr", "ptr", "ptr", "ptr", "ptr", "ptr", "i32", "i32", "i32", "i32", "i32", "i32", "i32",
-          "i32", "i32")
+          "i32", "i32") + ("u64",) * 16  # ... then the x tensor map's 128 bytes
 BM = BN = 128  # x rows per CTA, host rows per tile
 BK = 64  # k per stage (128-byte rows: the 128-byte swizzle)
 THREADS = 288  # 8 math warps + 1 producer warp
@@ -125,7 +126,7 @@ def compile_variant(dtype: torch.dtype, arch: str = DEFAULT_ARCH) -> CompiledMod
 
 _KERNELS: dict[torch.dtype, object] = {}
 _MAPS: dict[tuple[int, int, int, torch.dtype], torch.Tensor] = {}
-_SCRATCH: dict[int, object] = {}
+_SCRATCH: dict[tuple[int, int], DirectScratch] = {}
 _LOCK = threading.Lock()
 
 
@@ -139,31 +140,36 @@ def _kernel(dtype: torch.dtype):
         return _KERNELS[dtype]
 
 
+def _encode(ptr: int, rows: int, k: int, box_rows: int, dtype: torch.dtype) -> bytes:
+    """A 2-D tensor map (128 bytes) of a row-major rows x k matrix at ``ptr``: box 64 k x
+    ``box_rows``, 128-byte swizzle, zero fill out of bounds."""
+    from cuda.bindings import driver
+
+    dt = (driver.CUtensorMapDataType.CU_TENSOR_MAP_DATA_TYPE_BFLOAT16 if dtype == torch.bfloat16
+          else driver.CUtensorMapDataType.CU_TENSOR_MAP_DATA_TYPE_FLOAT16)
+    err, tmap = driver.cuTensorMapEncodeTiled(
+        dt, 2, ptr, [driver.cuuint64_t(k), driver.cuuint64_t(rows)], [driver.cuuint64_t(k * 2)],
+        [driver.cuuint32_t(BK), driver.cuuint32_t(box_rows)], [driver.cuuint32_t(1), driver.cuuint32_t(1)],
+        driver.CUtensorMapInterleave.CU_TENSOR_MAP_INTERLEAVE_NONE,
+        driver.CUtensorMapSwizzle.CU_TENSOR_MAP_SWIZZLE_128B,
+        driver.CUtensorMapL2promotion.CU_TENSOR_MAP_L2_PROMOTION_NONE,
+        driver.CUtensorMapFloatOOBfill.CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE)
+    if int(err) != 0:
+        raise UnsupportedDeviceError(f"cuTensorMapEncodeTiled refused a {rows} x {k} matrix at 0x{ptr:x}: "
+                                     f"{err}")
+    return ctypes.string_at(tmap.getPtr(), TENSOR_MAP_BYTES)
+
+
 def host_tensor_maps(weight: SplitWeight) -> torch.Tensor:
-    """The two tensor maps (2 x 128 bytes in device memory) of the weight's host rows, boxes of 64 k
-    x BOX_ROWS rows, 128-byte swizzle, zero fill out of bounds; made once per host part."""
+    """The two tensor maps (2 x 128 bytes in device memory) of the weight's host rows, boxes of
+    BOX_ROWS rows; made once per host part (a map holds only the address and the shape, so one
+    made for a freed part is right for a new part of the same shape at the same address)."""
     n_h, k = weight.host_rows, weight.shape[1]
-    ptr = int(weight.host_ptr)
-    key = (ptr, n_h, k, weight.dtype)
+    key = (int(weight.host_ptr), n_h, k, weight.dtype)
     with _LOCK:
         if key in _MAPS:
             return _MAPS[key]
-    from cuda.bindings import driver
-
-    dt = (driver.CUtensorMapDataType.CU_TENSOR_MAP_DATA_TYPE_BFLOAT16 if weight.dtype == torch.bfloat16
-          else driver.CUtensorMapDataType.CU_TENSOR_MAP_DATA_TYPE_FLOAT16)
-    raw = b""
-    for rows in BOX_ROWS:
-        err, tmap = driver.cuTensorMapEncodeTiled(
-            dt, 2, ptr, [driver.cuuint64_t(k), driver.cuuint64_t(n_h)], [driver.cuuint64_t(k * 2)],
-            [driver.cuuint32_t(BK), driver.cuuint32_t(rows)], [driver.cuuint32_t(1), driver.cuuint32_t(1)],
-            driver.CUtensorMapInterleave.CU_TENSOR_MAP_INTERLEAVE_NONE,
-            driver.CUtensorMapSwizzle.CU_TENSOR_MAP_SWIZZLE_128B,
-            driver.CUtensorMapL2promotion.CU_TENSOR_MAP_L2_PROMOTION_NONE,
-            driver.CUtensorMapFloatOOBfill.CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE)
-        if int(err) != 0:
-            raise UnsupportedDeviceError(f"cuTensorMapEncodeTiled refused the host rows ({n_h} x {k}): {err}")
-        raw += ctypes.string_at(tmap.getPtr(), TENSOR_MAP_BYTES)
+    raw = b"".join(_encode(key[0], n_h, k, rows, weight.dtype) for rows in BOX_ROWS)
     dev = torch.frombuffer(bytearray(raw), dtype=torch.uint8).to(weight.device)
     if dev.data_ptr() % 64:
         raise UnsupportedDeviceError("the tensor maps' device copy is not 64-byte aligned")
@@ -171,11 +177,40 @@ def host_tensor_maps(weight: SplitWeight) -> torch.Tensor:
         return _MAPS.setdefault(key, dev)
 
 
-def _scratch(device_index: int):
-    from smemkit.offload.gemv import SplitScratch
+@lru_cache(maxsize=1024)
+def input_map_words(ptr: int, m: int, k: int, dtype: torch.dtype) -> tuple[int, ...]:
+    """The x tensor map (box 64 k x BM rows) as the 16 u64 kernel parameters the kernel copies to
+    its per-CTA slot."""
+    return struct.unpack("<16Q", _encode(ptr, m, k, BM, dtype))
 
+
+class DirectScratch:
+    """Split-K partials and counters (a :class:`~smemkit.offload.gemv.SplitScratch`) and the
+    per-CTA x map slots of the launches on one stream. Buffers only grow; outgrown ones are kept
+    (a captured CUDA graph may still use them)."""
+
+    def __init__(self, device_index: int) -> None:
+        from smemkit.offload.gemv import SplitScratch
+
+        self.split = SplitScratch(device_index)
+        self.device_index = device_index
+        self.maps: torch.Tensor | None = None
+        self._retired: list[torch.Tensor] = []
+
+    def map_slots(self, ctas: int) -> torch.Tensor:
+        if self.maps is None or self.maps.numel() < ctas * TENSOR_MAP_BYTES:
+            if self.maps is not None:
+                self._retired.append(self.maps)
+            self.maps = torch.empty(ctas * TENSOR_MAP_BYTES, dtype=torch.uint8,
+                                    device=torch.device("cuda", self.device_index))
+        return self.maps
+
+
+def _scratch(device: torch.device) -> DirectScratch:
+    """The scratch of the current stream on ``device``."""
+    key = (device.index, torch.cuda.current_stream(device).cuda_stream)
     with _LOCK:
-        return _SCRATCH.setdefault(device_index, SplitScratch(device_index))
+        return _SCRATCH.setdefault(key, DirectScratch(device.index))
 
 
 def check_direct(x2: torch.Tensor, weight: SplitWeight) -> None:
@@ -197,12 +232,14 @@ def direct_host_rows(x2: torch.Tensor, weight: SplitWeight, bias: torch.Tensor |
     n_h = weight.host_rows
     plan = plan or plan_direct(m, n_h, k)
     dev = x2.device.index
-    ws, counters = _scratch(dev).reserve(plan.ws_floats(m, n_h), plan.n_counters(m))
-    tmap = host_tensor_maps(weight)
+    scratch = _scratch(x2.device)
+    ws, counters = scratch.split.reserve(plan.ws_floats(m, n_h), plan.n_counters(m))
+    xmaps = scratch.map_slots(plan.ctas)
     _kernel(x2.dtype).launch(
-        plan.ctas, THREADS, tmap, x2, 0 if bias is None else bias, y2, 0 if ws is None else ws,
-        0 if counters is None else counters, m, k, weight.shape[0], weight.n_hbm, n_h, plan.split,
-        plan.cps, plan.m_groups, plan.stages, smem=plan.smem, cluster=plan.P, device=dev)
+        plan.ctas, THREADS, host_tensor_maps(weight), xmaps, 0 if bias is None else bias, y2,
+        0 if ws is None else ws, 0 if counters is None else counters, m, k, weight.shape[0], weight.n_hbm,
+        n_h, plan.split, plan.cps, plan.m_groups, plan.stages,
+        *input_map_words(x2.data_ptr(), m, k, x2.dtype), smem=plan.smem, cluster=plan.P, device=dev)
     return plan
 
 

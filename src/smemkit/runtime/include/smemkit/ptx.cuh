@@ -221,6 +221,13 @@ __device__ __forceinline__ void cp_async_bulk_tensor_2d_g2s_multicast(u32 dst_sm
       : "memory");
 }
 
+// A tensor map written to global memory by this thread (generic stores) and then used by its
+// tensor copies: release the generic writes to the tensor-map proxy, then acquire the 128 bytes.
+__device__ __forceinline__ void tensormap_publish(const void* map) {
+  asm volatile("fence.proxy.tensormap::generic.release.gpu;" ::: "memory");
+  asm volatile("fence.proxy.tensormap::generic.acquire.gpu [%0], 128;" ::"l"(map) : "memory");
+}
+
 // Bulk prefetch of `bytes` (a multiple of 16, 16-byte aligned) of global memory into the L2: the
 // data arrive while the thread goes on, so a later ordinary load of them hits the L2.
 __device__ __forceinline__ void prefetch_bulk_l2(const void* src, u32 bytes) {
