@@ -2,16 +2,23 @@
 reads them itself (TMA tensor copies from pinned memory into shared memory, multicast across a
 cluster of P CTAs), beside cuBLAS on the HBM rows (``direct_gemm.cu``; seed 003 §4.2, §4.3.2).
 
-The ring path (:mod:`.ring_gemm`) lands the host rows in HBM by the copy engine and multiplies them
-by cuBLAS once landed; its chunk GEMMs wait for SMs until the HBM rows' GEMM ends. Here the host
-rows' kernel holds ``P x clusters`` SMs from the start (one CTA per SM: 9 warps and stages x 32 KB
-of shared memory) and streams the host part at the link's rate while cuBLAS multiplies the HBM
-rows on the other SMs (its grid sized to them by torch's SM carveout where torch has one). No HBM
-staging buffer; the bytes of host reads in flight are stages x 16 KB per cluster.
+``split_linear(..., path="direct")`` runs it; ``path="auto"`` never does, by measurement
+(``benchmarks/results/h200/run_2026-11-30_eighteenth/``, batch 512): the kernel alone streams a
+large host part at 48.6-50.2 GB/s (16-24 CTAs, P = 4), below the copy engine's 55.4, and beside
+cuBLAS its CTAs hold 16-32 SMs of a compute-bound GEMM for the whole host stream, so the ring path
+(:mod:`.ring_gemm`, copy engine + cuBLAS) was faster at every measured point (e.g. 28672 x 8192:
+r_hide 397 against 349 us, r = 0.05 476 against 459; 4096 x 14336 r* 123 against 89). Multicast
+itself pays: at batch 512 (4 m-blocks of 128 rows) P = 4 read a 23.6 MB host part in 475 us
+against 938 (P = 2) and 1851 (P = 1), which read it 2 and 4 times.
 
-Plan: the host part is cut into tiles of 128 rows; each tile's K is split so that the clusters of an
-m-group get at least ``UNITS_PER_STREAM`` units each (a unit is one tile x one k-split); the
-partials are summed in split order by the last CTA (bitwise reproducible).
+The host rows' kernel is enqueued first on a side stream, so that its CTAs (one per SM: 9 warps
+and stages x 32 KB of shared memory) hold their SMs from the start; cuBLAS multiplies the HBM rows
+on the caller's stream. No HBM staging buffer; the bytes of host reads in flight are stages x 16 KB
+per cluster.
+
+Plan: the host part is cut into tiles of 128 rows; each tile's K is split so that the unit streams
+(clusters) of an m-group get at least ``UNITS_PER_STREAM`` units each (a unit is one tile x one
+k-split); the partials are summed in split order by the last CTA (bitwise reproducible).
 """
 
 from __future__ import annotations
@@ -39,9 +46,8 @@ THREADS = 288  # 8 math warps + 1 producer warp
 MAX_STAGES = 6
 SLOT_BYTES = 32 << 10  # x tile + weight tile
 CLUSTER_SIZES = (1, 2, 4)
-DEFAULT_P = 4
-DEFAULT_STREAMS = 4  # clusters per m-group: one cluster of 4 read ~13 GB/s in the host-path probe
-DEFAULT_STAGES = 4
+DEFAULT_STREAMS = 6  # clusters per m-group: the probe's clusters of 4 read ~12-13 GB/s each (c4)
+DEFAULT_STAGES = 6
 UNITS_PER_STREAM = 2
 TENSOR_MAP_BYTES = 128
 BOX_ROWS = (64, 16)  # the kernel's main and remainder boxes (32-row boxes read 29-32 GB/s, c2)
@@ -78,19 +84,27 @@ class DirectPlan:
         return asdict(self) | {"ctas": self.ctas, "smem": self.smem}
 
 
-def plan_direct(m: int, n_h: int, k: int, *, P: int = DEFAULT_P, streams: int = DEFAULT_STREAMS,
+def default_cluster_size(m: int) -> int:
+    """The largest cluster size whose CTAs all hold input rows: one per 128-row m-block, up to 4."""
+    blocks = math.ceil(m / BM)
+    return max(p for p in CLUSTER_SIZES if p <= blocks)
+
+
+def plan_direct(m: int, n_h: int, k: int, *, P: int | None = None, streams: int = DEFAULT_STREAMS,
                 stages: int = DEFAULT_STAGES, split: int | None = None) -> DirectPlan:
-    """The launch for M x K inputs and n_h host rows: ``streams`` clusters per m-group, each unit
-    stream given at least UNITS_PER_STREAM units by splitting K (unless ``split`` is given)."""
+    """The launch for M x K inputs and n_h host rows: clusters of P CTAs (default
+    :func:`default_cluster_size`), ``streams`` clusters per m-group, each unit stream given at least
+    UNITS_PER_STREAM units by splitting K (unless ``split`` is given)."""
+    for name, v in (("m", m), ("n_h", n_h), ("k", k)):
+        if not is_int(v) or v < 1:
+            raise InvalidArgumentError(f"{name} must be a positive integer, got {v!r}")
+    P = default_cluster_size(m) if P is None else P
     if not is_int(P) or P not in CLUSTER_SIZES:
         raise InvalidArgumentError(f"P (cluster size) must be one of {CLUSTER_SIZES}, got {P!r}")
     if not is_int(stages) or not 1 <= stages <= MAX_STAGES:
         raise InvalidArgumentError(f"stages must be an integer in 1..{MAX_STAGES}, got {stages!r}")
     if not is_int(streams) or streams < 1:
         raise InvalidArgumentError(f"streams must be a positive integer, got {streams!r}")
-    for name, v in (("m", m), ("n_h", n_h), ("k", k)):
-        if not is_int(v) or v < 1:
-            raise InvalidArgumentError(f"{name} must be a positive integer, got {v!r}")
     tiles = math.ceil(n_h / BN)
     kchunks = math.ceil(k / BK)
     if split is None:
@@ -214,8 +228,12 @@ def _scratch(device: torch.device) -> DirectScratch:
 
 
 def check_direct(x2: torch.Tensor, weight: SplitWeight) -> None:
-    """What the kernel needs beyond split_linear's checks: K a multiple of 8 (16-byte rows for the
-    tensor copies) and a contiguous input."""
+    """What the direct kernel needs beyond split_linear's checks: a GPU with tensor copies and
+    clusters (sm_90+), K a multiple of 8 (16-byte rows for the tensor copies), a contiguous input."""
+    from smemkit.runtime.device import require_sm90
+
+    require_sm90(x2.device.index, "the direct path (TMA tensor copies, cluster multicast)",
+                 "; use path='ring'")
     k = weight.shape[1]
     if k % 8:
         raise InvalidArgumentError(f"the direct path needs K % 8 == 0 (16-byte weight rows), got K = {k}")
@@ -226,7 +244,7 @@ def check_direct(x2: torch.Tensor, weight: SplitWeight) -> None:
 def direct_host_rows(x2: torch.Tensor, weight: SplitWeight, bias: torch.Tensor | None, y2: torch.Tensor,
                      plan: DirectPlan | None = None) -> DirectPlan:
     """Output columns [n_hbm, N) = x2 @ W_host.T (+ bias) by the direct kernel, on the current
-    stream. Returns the plan it ran."""
+    stream (the weight has host rows). Returns the plan it ran."""
     check_direct(x2, weight)
     m, k = x2.shape
     n_h = weight.host_rows
@@ -243,63 +261,40 @@ def direct_host_rows(x2: torch.Tensor, weight: SplitWeight, bias: torch.Tensor |
     return plan
 
 
-class DirectStreams:
-    """The side stream the host rows' kernel runs on, and the events that fork and join it."""
-
-    def __init__(self, device: torch.device) -> None:
-        self.side = torch.cuda.Stream(device=device)
-        self.lock = threading.Lock()
+_SIDE: dict[tuple[int, int], tuple[torch.cuda.Stream, threading.Lock]] = {}
 
 
-_STREAMS: dict[tuple[int, int], DirectStreams] = {}
-
-
-def _streams(device: torch.device, main: torch.cuda.Stream) -> DirectStreams:
+def _side_stream(device: torch.device, main: torch.cuda.Stream) -> tuple[torch.cuda.Stream, threading.Lock]:
+    """The side stream (and the lock keeping one call's enqueues together) of a calling stream."""
     key = (device.index, main.cuda_stream)
     with _LOCK:
-        return _STREAMS.setdefault(key, DirectStreams(device))
+        if key not in _SIDE:
+            _SIDE[key] = (torch.cuda.Stream(device=device), threading.Lock())
+        return _SIDE[key]
 
 
 def direct_linear(x2: torch.Tensor, weight: SplitWeight, bias: torch.Tensor | None, y2: torch.Tensor,
-                  plan: DirectPlan | None = None, carveout: bool = True) -> DirectPlan | None:
-    """``y2 = x2 @ W.T (+ bias)``: the host rows by the direct kernel on a side stream, enqueued
-    first so that its CTAs hold their SMs, the HBM rows by cuBLAS on the caller's stream (with
-    ``carveout``, told to leave the kernel's SMs free). Capturable in a CUDA graph."""
+                  plan: DirectPlan | None = None) -> None:
+    """``y2 = x2 @ W.T (+ bias)`` for a 2-D input: the host rows by the direct kernel on a side
+    stream, enqueued first so that its CTAs hold their SMs, the HBM rows by cuBLAS on the caller's
+    stream. Stream order is expressed by waits within the call, so it can be captured in a CUDA
+    graph (call it once outside the capture first: the kernel, its tensor maps and its scratch are
+    made then). Arguments are already checked by ``split_linear``."""
     from smemkit.offload.ring_gemm import linear_into
 
     n_hbm = weight.n_hbm
     main = torch.cuda.current_stream(x2.device)
     if not weight.host_rows:
-        linear_into(x2, weight.hbm, bias, y2[:, :n_hbm])
-        return None
+        linear_into(x2, weight.hbm, bias, y2)
+        return
     check_direct(x2, weight)
-    plan = plan or plan_direct(x2.shape[0], weight.host_rows, x2.shape[1])
-    s = _streams(x2.device, main)
-    with s.lock:
-        s.side.wait_stream(main)
+    side, lock = _side_stream(x2.device, main)
+    with lock:
+        side.wait_stream(main)
         try:
-            with torch.cuda.stream(s.side):
+            with torch.cuda.stream(side):
                 direct_host_rows(x2, weight, bias, y2, plan)
             if n_hbm:
-                with _sm_carveout(plan.ctas if carveout else 0):
-                    linear_into(x2, weight.hbm, None if bias is None else bias[:n_hbm], y2[:, :n_hbm])
+                linear_into(x2, weight.hbm, None if bias is None else bias[:n_hbm], y2[:, :n_hbm])
         finally:
-            main.wait_stream(s.side)
-    return plan
-
-
-class _sm_carveout:
-    """Asks cuBLAS (through torch) to leave ``sms`` SMs free for the duration, where torch has the
-    setting; otherwise does nothing."""
-
-    def __init__(self, sms: int) -> None:
-        self.sms = sms
-        self.setter = getattr(torch._C, "_set_sm_carveout_experimental", None)
-
-    def __enter__(self) -> None:
-        if self.sms and self.setter is not None:
-            self.setter(self.sms)
-
-    def __exit__(self, *exc) -> None:
-        if self.sms and self.setter is not None:
-            self.setter(None)
+            main.wait_stream(side)  # also when an enqueue raised: a capture must end joined

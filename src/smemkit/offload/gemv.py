@@ -34,6 +34,7 @@ import torch
 from torch import nn
 
 from smemkit.errors import InvalidArgumentError, check_positive_int, is_int
+from smemkit.offload.direct_gemm import direct_linear
 from smemkit.offload.pinned import WEIGHT_DTYPES, SplitWeight, check_weight
 from smemkit.offload.ring_gemm import host_ring, linear_into, ring_fits, ring_linear
 from smemkit.runtime.compiler import DEFAULT_ARCH, CompiledModule, compile_module, package_source
@@ -604,7 +605,9 @@ def split_linear(x: torch.Tensor, weight: SplitWeight, bias: torch.Tensor | None
     the plain all-HBM product in cuBLAS (``torch.nn.functional.linear``, whose HBM stream the
     split kernel's does not match: offload_ops.json, r = 0), and otherwise whichever of the split
     kernel and the ring path (:mod:`.ring_gemm`) :func:`auto_path` predicts faster (the ring past
-    8 rows); ``"kernel"`` or ``"ring"`` force one (the kernel experiments above imply ``"kernel"``).
+    8 rows); ``"kernel"`` or ``"ring"`` force one (the kernel experiments above imply ``"kernel"``);
+    ``"direct"`` runs DAK's direct-access GEMM for the host rows beside cuBLAS (:mod:`.direct_gemm`,
+    sm_90+, never chosen by ``"auto"``: slower than the ring at every measured batch-512 point).
     """
     m, n, k = check_split_args(x, weight, bias, out)
     from smemkit.runtime.device import require_gpu
@@ -636,6 +639,9 @@ def split_linear(x: torch.Tensor, weight: SplitWeight, bias: torch.Tensor | None
     if chosen == "ring":
         ring_linear(x2, weight, bias, y2)
         return y
+    if chosen == "direct":
+        direct_linear(x2, weight, bias, y2)
+        return y
     scratch = scratch or default_scratch(device_index)
     for start in range(0, m, MAX_BATCH):
         stop = min(m, start + MAX_BATCH)
@@ -644,7 +650,7 @@ def split_linear(x: torch.Tensor, weight: SplitWeight, bias: torch.Tensor | None
     return y
 
 
-LINEAR_PATHS = ("auto", "kernel", "ring")
+LINEAR_PATHS = ("auto", "kernel", "ring", "direct")
 # The auto rule's constants, from offload_ops_run1.json (2026-11-30, the run that first timed both
 # paths at every point; docs/offload.md): past KERNEL_MAX_ROWS input rows the ring path was the
 # faster at all 28 points of batch 64; at batch 1-8 the split kernel streamed its HBM rows
@@ -712,7 +718,8 @@ def _link_rates(device_index: int) -> tuple[float, float]:
 
 def linear_path(weight: SplitWeight, rows: int, path: str = "auto") -> str:
     """What ``split_linear`` runs for ``rows`` input rows: ``"cublas"`` (no host rows),
-    ``"kernel"`` (split_gemv.cu) or ``"ring"`` (:mod:`.ring_gemm`); ``"auto"`` by
+    ``"kernel"`` (split_gemv.cu), ``"ring"`` (:mod:`.ring_gemm`) or ``"direct"`` (only when asked
+    for, :mod:`.direct_gemm`); ``"auto"`` by
     :func:`auto_path` (the kernel when a ring slot cannot hold 16 weight rows), else the path
     asked for. Past 8 rows the ring was the faster at 28 of 32 points of batch 16 and 32
     (``offload_ops_batch16_32.json``; the four others at most 7 % slower) and at all 28 of batch 64."""

@@ -1,0 +1,99 @@
+"""DAK's direct-access GEMM of the host rows (smemkit.offload.direct_gemm) on a GPU (skipped without
+one): float64 reference on awkward shapes (M = 1, odd, not a multiple of 128; host rows not a
+multiple of 64 or 16; K not a multiple of 64), outputs poisoned with NaN first, bias, rows of zeros,
+inf and NaN, bitwise repeats, every cluster size, forced k-splits, CUDA-graph replay on new input
+values, and a clear error for K % 8 != 0."""
+
+import pytest
+import torch
+
+from smemkit.errors import InvalidArgumentError
+from smemkit.offload import direct_gemm as dg
+from smemkit.offload.gemv import split_linear
+from smemkit.offload.pinned import SplitWeight
+
+pytestmark = pytest.mark.gpu
+
+TOL = {torch.bfloat16: 1e-2, torch.float16: 2e-3}
+
+
+def make(m, n, k, dtype, seed=0):
+    g = torch.Generator(device="cuda").manual_seed(seed)
+    w = (torch.randn(n, k, device="cuda", generator=g) * k ** -0.5).to(dtype)
+    x = torch.randn(m, k, device="cuda", generator=g).to(dtype)
+    b = torch.randn(n, device="cuda", generator=g).to(dtype)
+    return w, x, b
+
+
+def compare(got, ref, dtype):
+    """Non-finite outputs where float64 has them; the finite ones within the tolerance."""
+    got = got.double()
+    assert torch.equal(torch.isnan(got), torch.isnan(ref))
+    assert torch.equal(torch.isinf(got), torch.isinf(ref))
+    fin = torch.isfinite(ref)
+    err = float((got[fin] - ref[fin]).norm() / ref[fin].norm().clamp_min(1e-30))
+    assert err < TOL[dtype], err
+
+
+@pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16])
+@pytest.mark.parametrize(("m", "n", "k", "ratio"), [
+    (1, 64, 64, 1.0), (7, 100, 136, 0.5), (130, 300, 200, 0.4), (257, 48, 8200, 1.0),
+    (512, 100, 512, 0.6), (600, 520, 1032, 0.3), (512, 3000, 256, 0.9)])
+def test_direct_path_matches_float64_with_special_rows(dtype, m, n, k, ratio):
+    w, x, b = make(m, n, k, dtype)
+    if m >= 3:
+        x[0] = 0
+        x[1, k // 2] = float("inf")
+        x[2, 0] = float("nan")
+    ref = x.double() @ w.double().T + b.double()
+    with SplitWeight(w, ratio) as sw:
+        outs = []
+        for _ in range(2):
+            out = torch.full((m, n), float("nan"), dtype=dtype, device="cuda")
+            outs.append(split_linear(x, sw, b, out=out, path="direct"))
+        torch.cuda.synchronize()
+    compare(outs[0], ref, dtype)
+    assert torch.equal(outs[0].view(torch.int16), outs[1].view(torch.int16))  # bitwise repeat
+
+
+@pytest.mark.parametrize("P", [1, 2, 4])
+@pytest.mark.parametrize("split", [1, 3, 16])
+def test_every_cluster_size_and_k_split(P, split):
+    m, n, k = 384, 700, 1088
+    w, x, b = make(m, n, k, torch.bfloat16, seed=P + split)
+    ref = x.double() @ w.double().T + b.double()
+    with SplitWeight(w, 0.5) as sw:
+        plan = dg.plan_direct(m, sw.host_rows, k, P=P, split=split, streams=3, stages=3)
+        out = torch.full((m, n), float("nan"), dtype=torch.bfloat16, device="cuda")
+        dg.direct_linear(x, sw, b, out, plan)
+        torch.cuda.synchronize()
+    compare(out, ref, torch.bfloat16)
+    counters = dg._scratch(x.device).split.counters
+    if counters is not None:
+        assert int(counters.abs().sum()) == 0  # the last CTA of each tile resets its counter
+
+
+def test_direct_path_replays_in_a_cuda_graph_on_new_inputs():
+    m, n, k = 512, 1024, 2048
+    w, x, b = make(m, n, k, torch.bfloat16)
+    with SplitWeight(w, 0.25) as sw:
+        out = torch.empty((m, n), dtype=torch.bfloat16, device="cuda")
+        split_linear(x, sw, b, out=out, path="direct")  # kernel, maps and scratch made outside
+        torch.cuda.synchronize()
+        graph = torch.cuda.CUDAGraph()
+        with torch.cuda.graph(graph):
+            split_linear(x, sw, b, out=out, path="direct")
+        x.copy_(torch.randn_like(x))
+        out.fill_(float("nan"))
+        graph.replay()
+        torch.cuda.synchronize()
+        eager = split_linear(x, sw, b, path="direct")
+        torch.cuda.synchronize()
+    assert torch.equal(out, eager)
+    compare(out, x.double() @ w.double().T + b.double(), torch.bfloat16)
+
+
+def test_direct_path_names_k_when_rows_are_not_16_bytes():
+    w, x, _ = make(300, 64, 100, torch.bfloat16)
+    with SplitWeight(w, 0.5) as sw, pytest.raises(InvalidArgumentError, match="K % 8"):
+        split_linear(x, sw, path="direct")
