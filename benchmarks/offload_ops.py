@@ -484,7 +484,7 @@ def run(args: argparse.Namespace) -> int:
                             # the paths auto did not take, timed too (direct: large batches only)
                             for other in ("kernel", "ring", "direct"):
                                 if (other == chosen or (other == "kernel" and batch > MAX_BATCH and r > 0.1)
-                                        or (other == "direct" and batch <= MAX_BATCH)):
+                                        or (other == "direct" and (batch <= MAX_BATCH or r == 0))):
                                     continue
                                 alt, _ = timed(partial(m_smemkit, path=other), args.reps, args.warmup)
                                 rec[f"{other}_ms"] = alt["ms"]

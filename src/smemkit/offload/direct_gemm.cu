@@ -15,12 +15,13 @@
 // crosses PCIe once per cluster, not once per CTA: host memory is not cached in the L2, and a
 // batch of M rows in P = 1 CTAs would read the host part ceil(M / 128) times. With M > 128 P rows,
 // m_groups = ceil(M / (128 P)) cluster groups each read it once.
-// Box sizes, measured (benchmarks/results/h200/run_2026-11-30_eighteenth/c2): 64- and 128-row boxes
-// of 128 B rows reach 51 GB/s from 16 CTAs with or without multicast, 32-row boxes 29-32 GB/s;
-// a box wholly past the tensor's rows ran at 1.8 GB/s and partly past it slowed the stream too. So
-// no box is issued past the host rows (a remainder under 16 rows is the only partial box), and
-// the rows a tile lacks are left stale in shared memory: weight row n feeds only output column n,
-// which is not stored.
+// Box sizes, measured (benchmarks/results/h200/run_2026-11-30_eighteenth/c2, c4): 64- and 128-row
+// boxes of 128 B rows reach 51 GB/s from 16 CTAs with or without multicast, 32-row boxes 29-32 GB/s.
+// Boxes reaching past the tensor's last row were slow: 1.8 GB/s with some wholly past it, 3.0 with
+// one partial box in every band of 128 rows, 32 -> 18 GB/s with one in eight bands. So no box is
+// issued wholly past the host rows, and a partial (16-row) box only for a remainder of n_h % 16
+// rows (a SplitWeight's host rows are a multiple of 16 when N is); the rows a tile lacks stay
+// stale in shared memory: weight row n feeds only output column n, which is not stored.
 
 // Work: a unit is one tile of BN = 128 host rows x one k-split (cps k-chunks of 64). The clusters
 // of one m-group walk the units round-robin by cluster index (never by %smid); a CTA's k-split
@@ -45,7 +46,8 @@
 //             slot's `empty` barrier in every CTA of the cluster (P remote arrivals).
 // Edges: k past K, x rows past M and a remainder box's rows past n_h are zero-filled by the tensor
 // copies (their out-of-bounds fill; the bytes still count on the barrier); a CTA wholly past M
-// takes no x; outputs past M or n_h are not stored.
+// takes no x and does no math (it only frees its slots for the cluster's multicasts); outputs past
+// M or n_h are not stored.
 //
 // Compile-time: DG_DTYPE 0 bf16, 1 fp16 (x, W, bias, y share it).
 #ifndef DG_DTYPE
@@ -79,7 +81,7 @@ struct Args {
   u16* y;            // M x N, row-major
   float* ws;         // split x M x n_h partials (split > 1)
   u32* counters;     // m-blocks x tiles (split > 1)
-  int M, K, N, n_hbm, n_h, split, cps, m_groups, stages;
+  int M, N, n_hbm, n_h, split, cps, stages;
 };
 
 // Byte offset of 16-byte chunk c of row r in a 128-byte-swizzled tile (the TMA's pattern).
@@ -220,7 +222,7 @@ __device__ __forceinline__ void math(const Args& a, const Units& w, int mblock, 
       mbarrier_wait_parity_cta(full + 8u * slot, static_cast<u32>((q / a.stages) & 1));
       const u32 xs = ring + static_cast<u32>(slot) * DG_SLOT_BYTES, ws = xs + DG_TILE_BYTES;
 #pragma unroll
-      for (int kk = 0; kk < DG_BK / 16; ++kk) {
+      for (int kk = 0; kk < (live ? DG_BK / 16 : 0); ++kk) {  // a CTA past M only frees its slots
         u32 af[4][4], bf[4][2];
 #pragma unroll
         for (int i = 0; i < 4; ++i) {
@@ -275,7 +277,7 @@ extern "C" __global__ void __launch_bounds__(DG_THREADS, 1) direct_gemm(
   __shared__ __align__(8) u64 bars[2 * DG_MAX_STAGES];
   __shared__ int s_last;
   unsigned char* xmap = xmaps + static_cast<u64>(blockIdx.x) * DG_MAP_BYTES;
-  const Args a{wmaps, xmap, bias, y, ws, counters, M, K, N, n_hbm, n_h, split, cps, m_groups, stages};
+  const Args a{wmaps, xmap, bias, y, ws, counters, M, N, n_hbm, n_h, split, cps, stages};
   const int P = static_cast<int>(cluster_nctarank());
   const int rank = static_cast<int>(cluster_ctarank());
   const int cluster = static_cast<int>(blockIdx.x) / P;
@@ -302,6 +304,7 @@ extern "C" __global__ void __launch_bounds__(DG_THREADS, 1) direct_gemm(
     for (int i = 0; i < 16; ++i) dst[i] = words[i];
     tensormap_publish(xmap);
   }
+  __syncwarp();  // warp 8 reconverges (one lane wrote the map) before the aligned barrier
   if (P > 1) {
     cluster_sync();  // every CTA's barriers exist before a multicast or a remote arrival
   } else {
@@ -312,5 +315,6 @@ extern "C" __global__ void __launch_bounds__(DG_THREADS, 1) direct_gemm(
   } else if (threadIdx.x < DG_MATH_THREADS) {
     math(a, w, mblock, live, P, ring, full, empty, &s_last);
   }
+  __syncwarp();  // warp 8 reconverges (one lane ran the producer)
   if (P > 1) cluster_sync();  // no peer still multicasts into, or arrives on, this CTA's shared memory
 }

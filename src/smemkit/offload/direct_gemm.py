@@ -4,14 +4,15 @@ cluster of P CTAs), beside cuBLAS on the HBM rows (``direct_gemm.cu``; seed 003 
 
 ``split_linear(..., path="direct")`` runs it; ``path="auto"`` never does, by measurement
 (``benchmarks/results/h200/run_2026-11-30_eighteenth/``, batch 512): the kernel alone streams a
-large host part at 48.6-50.2 GB/s (16-24 CTAs, P = 4), below the copy engine's 55.4, and beside
-cuBLAS its CTAs hold 16-32 SMs of a compute-bound GEMM for the whole host stream, so the ring path
+16.5-47 MB host part at 42.8-50.4 GB/s (P = 4, 16-32 CTAs), below the copy engine's 55.0-55.5,
+and beside cuBLAS its CTAs hold 16-32 SMs of a compute-bound GEMM for the whole host stream, so the
+ring path
 (:mod:`.ring_gemm`, copy engine + cuBLAS) was faster at every measured point (e.g. 28672 x 8192:
 r_hide 397 against 349 us, r = 0.05 476 against 459; 4096 x 14336 r* 123 against 89). Multicast
 itself pays: at batch 512 (4 m-blocks of 128 rows) P = 4 read a 23.6 MB host part in 475 us
 against 938 (P = 2) and 1851 (P = 1), which read it 2 and 4 times.
 
-The host rows' kernel is enqueued first on a side stream, so that its CTAs (one per SM: 9 warps
+The host rows' kernel is enqueued first on the device's side stream, so that its CTAs (one per SM: 9 warps
 and stages x 32 KB of shared memory) hold their SMs from the start; cuBLAS multiplies the HBM rows
 on the caller's stream. No HBM staging buffer; the bytes of host reads in flight are stages x 16 KB
 per cluster.
@@ -77,7 +78,8 @@ class DirectPlan:
     def ws_floats(self, m: int, n_h: int) -> int:
         return self.split * m * n_h if self.split > 1 else 0
 
-    def n_counters(self, m: int) -> int:
+    @property
+    def n_counters(self) -> int:
         return self.m_groups * self.P * self.tiles if self.split > 1 else 0
 
     def as_dict(self) -> dict:
@@ -85,7 +87,8 @@ class DirectPlan:
 
 
 def default_cluster_size(m: int) -> int:
-    """The largest cluster size whose CTAs all hold input rows: one per 128-row m-block, up to 4."""
+    """The largest cluster size (1, 2, 4) not above the input's 128-row m-blocks (at M = 384, two
+    clusters of 2 leave one CTA without rows: it only frees its slots)."""
     blocks = math.ceil(m / BM)
     return max(p for p in CLUSTER_SIZES if p <= blocks)
 
@@ -119,6 +122,18 @@ def plan_direct(m: int, n_h: int, k: int, *, P: int | None = None, streams: int 
     return DirectPlan(P, streams * m_groups, m_groups, split, cps, stages, tiles)
 
 
+def check_plan(plan: DirectPlan, m: int, n_h: int, k: int) -> None:
+    """A plan given to the launchers must be one :func:`plan_direct` makes for this shape (the
+    kernel trusts its fields: barriers per stage, counters per tile and m-block)."""
+    if not isinstance(plan, DirectPlan):
+        raise InvalidArgumentError(f"plan must be a DirectPlan, got {type(plan).__name__}")
+    made = plan_direct(m, n_h, k, P=plan.P, streams=plan.clusters // max(1, plan.m_groups),
+                       stages=plan.stages, split=plan.split)
+    if made != plan:
+        raise InvalidArgumentError(f"plan {plan} does not fit M = {m}, host rows = {n_h}, K = {k} "
+                                   f"(plan_direct makes {made})")
+
+
 @cache
 def source() -> str:
     return package_source(SOURCE)
@@ -139,8 +154,8 @@ def compile_variant(dtype: torch.dtype, arch: str = DEFAULT_ARCH) -> CompiledMod
 
 
 _KERNELS: dict[torch.dtype, object] = {}
-_MAPS: dict[tuple[int, int, int, torch.dtype], torch.Tensor] = {}
-_SCRATCH: dict[tuple[int, int], DirectScratch] = {}
+_MAPS: dict[tuple[int, int, int, int, torch.dtype], torch.Tensor] = {}
+_SCRATCH: dict[int, DirectScratch] = {}
 _LOCK = threading.Lock()
 
 
@@ -179,11 +194,11 @@ def host_tensor_maps(weight: SplitWeight) -> torch.Tensor:
     BOX_ROWS rows; made once per host part (a map holds only the address and the shape, so one
     made for a freed part is right for a new part of the same shape at the same address)."""
     n_h, k = weight.host_rows, weight.shape[1]
-    key = (int(weight.host_ptr), n_h, k, weight.dtype)
+    key = (weight.device.index, int(weight.host_ptr), n_h, k, weight.dtype)
     with _LOCK:
         if key in _MAPS:
             return _MAPS[key]
-    raw = b"".join(_encode(key[0], n_h, k, rows, weight.dtype) for rows in BOX_ROWS)
+    raw = b"".join(_encode(key[1], n_h, k, rows, weight.dtype) for rows in BOX_ROWS)
     dev = torch.frombuffer(bytearray(raw), dtype=torch.uint8).to(weight.device)
     if dev.data_ptr() % 64:
         raise UnsupportedDeviceError("the tensor maps' device copy is not 64-byte aligned")
@@ -200,8 +215,10 @@ def input_map_words(ptr: int, m: int, k: int, dtype: torch.dtype) -> tuple[int, 
 
 class DirectScratch:
     """Split-K partials and counters (a :class:`~smemkit.offload.gemv.SplitScratch`) and the
-    per-CTA x map slots of the launches on one stream. Buffers only grow; outgrown ones are kept
-    (a captured CUDA graph may still use them)."""
+    per-CTA x map slots of one device's direct kernels, which all run on that device's side stream,
+    one after another. Buffers only grow (outgrown ones are kept: a captured CUDA graph may still
+    use them), never inside a capture: the counters must be zero before a graph's first replay,
+    and a capture's allocations would come from that graph's pool."""
 
     def __init__(self, device_index: int) -> None:
         from smemkit.offload.gemv import SplitScratch
@@ -211,20 +228,31 @@ class DirectScratch:
         self.maps: torch.Tensor | None = None
         self._retired: list[torch.Tensor] = []
 
-    def map_slots(self, ctas: int) -> torch.Tensor:
-        if self.maps is None or self.maps.numel() < ctas * TENSOR_MAP_BYTES:
+    def reserve(self, plan: DirectPlan, m: int, n_h: int) -> tuple[torch.Tensor | None, torch.Tensor | None,
+                                                                  torch.Tensor]:
+        """(partials, counters, map slots) for a launch of ``plan``."""
+        ws_floats, n_counters = plan.ws_floats(m, n_h), plan.n_counters
+        map_bytes = plan.ctas * TENSOR_MAP_BYTES
+        grow = ((ws_floats and (self.split.ws is None or self.split.ws.numel() < ws_floats))
+                or (n_counters and (self.split.counters is None or self.split.counters.numel() < n_counters))
+                or self.maps is None or self.maps.numel() < map_bytes)
+        if grow and torch.cuda.is_current_stream_capturing():
+            raise InvalidArgumentError(
+                "the direct path's scratch must grow for this launch, which a CUDA-graph capture cannot do "
+                "safely: run the same call once outside the capture first")
+        ws, counters = self.split.reserve(ws_floats, n_counters)
+        if self.maps is None or self.maps.numel() < map_bytes:
             if self.maps is not None:
                 self._retired.append(self.maps)
-            self.maps = torch.empty(ctas * TENSOR_MAP_BYTES, dtype=torch.uint8,
+            self.maps = torch.empty(map_bytes, dtype=torch.uint8,
                                     device=torch.device("cuda", self.device_index))
-        return self.maps
+        return ws, counters, self.maps
 
 
-def _scratch(device: torch.device) -> DirectScratch:
-    """The scratch of the current stream on ``device``."""
-    key = (device.index, torch.cuda.current_stream(device).cuda_stream)
+def device_scratch(device: torch.device) -> DirectScratch:
+    """The direct kernels' scratch on ``device``."""
     with _LOCK:
-        return _SCRATCH.setdefault(key, DirectScratch(device.index))
+        return _SCRATCH.setdefault(device.index, DirectScratch(device.index))
 
 
 def check_direct(x2: torch.Tensor, weight: SplitWeight) -> None:
@@ -237,6 +265,9 @@ def check_direct(x2: torch.Tensor, weight: SplitWeight) -> None:
                  "; use path='ring'")
     if not x2.is_contiguous():
         raise InvalidArgumentError("the direct path needs a contiguous input")
+    if x2.data_ptr() % 16:
+        raise InvalidArgumentError("the direct path needs the input's start 16-byte aligned (a tensor "
+                                   "copy's base address); got an offset view: pass a copy")
 
 
 def direct_host_rows(x2: torch.Tensor, weight: SplitWeight, bias: torch.Tensor | None, y2: torch.Tensor,
@@ -246,11 +277,12 @@ def direct_host_rows(x2: torch.Tensor, weight: SplitWeight, bias: torch.Tensor |
     check_direct(x2, weight)
     m, k = x2.shape
     n_h = weight.host_rows
-    plan = plan or plan_direct(m, n_h, k)
+    if plan is None:
+        plan = plan_direct(m, n_h, k)
+    else:
+        check_plan(plan, m, n_h, k)
     dev = x2.device.index
-    scratch = _scratch(x2.device)
-    ws, counters = scratch.split.reserve(plan.ws_floats(m, n_h), plan.n_counters(m))
-    xmaps = scratch.map_slots(plan.ctas)
+    ws, counters, xmaps = device_scratch(x2.device).reserve(plan, m, n_h)
     _kernel(x2.dtype).launch(
         plan.ctas, THREADS, host_tensor_maps(weight), xmaps, 0 if bias is None else bias, y2,
         0 if ws is None else ws, 0 if counters is None else counters, m, k, weight.shape[0], weight.n_hbm,
@@ -259,25 +291,26 @@ def direct_host_rows(x2: torch.Tensor, weight: SplitWeight, bias: torch.Tensor |
     return plan
 
 
-_SIDE: dict[tuple[int, int], tuple[torch.cuda.Stream, threading.Lock]] = {}
+_SIDE: dict[int, tuple[torch.cuda.Stream, threading.Lock]] = {}
 
 
-def _side_stream(device: torch.device, main: torch.cuda.Stream) -> tuple[torch.cuda.Stream, threading.Lock]:
-    """The side stream (and the lock keeping one call's enqueues together) of a calling stream."""
-    key = (device.index, main.cuda_stream)
+def _side_stream(device: torch.device) -> tuple[torch.cuda.Stream, threading.Lock]:
+    """The device's side stream for the direct kernels (so they run one after another and share
+    one scratch), and the lock keeping one call's enqueues together."""
     with _LOCK:
-        if key not in _SIDE:
-            _SIDE[key] = (torch.cuda.Stream(device=device), threading.Lock())
-        return _SIDE[key]
+        if device.index not in _SIDE:
+            _SIDE[device.index] = (torch.cuda.Stream(device=device), threading.Lock())
+        return _SIDE[device.index]
 
 
 def direct_linear(x2: torch.Tensor, weight: SplitWeight, bias: torch.Tensor | None, y2: torch.Tensor,
                   plan: DirectPlan | None = None) -> None:
-    """``y2 = x2 @ W.T (+ bias)`` for a 2-D input: the host rows by the direct kernel on a side
-    stream, enqueued first so that its CTAs hold their SMs, the HBM rows by cuBLAS on the caller's
-    stream. Stream order is expressed by waits within the call, so it can be captured in a CUDA
-    graph (call it once outside the capture first: the kernel, its tensor maps and its scratch are
-    made then). Arguments are already checked by ``split_linear``."""
+    """``y2 = x2 @ W.T (+ bias)`` for a 2-D input: the host rows by the direct kernel on the
+    device's side stream, enqueued first so that its CTAs hold their SMs, the HBM rows by cuBLAS on
+    the caller's stream. Stream order is expressed by waits within the call, so it can be captured
+    in a CUDA graph; run the same call once outside the capture first (the kernel, its tensor maps
+    and its scratch are made then; a capture that would have to make them raises). Arguments are
+    already checked by ``split_linear``."""
     from smemkit.offload.ring_gemm import linear_into
 
     n_hbm = weight.n_hbm
@@ -286,7 +319,7 @@ def direct_linear(x2: torch.Tensor, weight: SplitWeight, bias: torch.Tensor | No
         linear_into(x2, weight.hbm, bias, y2)
         return
     check_direct(x2, weight)
-    side, lock = _side_stream(x2.device, main)
+    side, lock = _side_stream(x2.device)
     with lock:
         side.wait_stream(main)
         try:
