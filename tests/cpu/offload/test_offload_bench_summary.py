@@ -38,12 +38,12 @@ def test_summary_counts_each_target_over_its_own_points():
 
 
 def test_summary_of_the_recorded_run_matches_the_docs():
-    """benchmarks/results/h200/offload_ops.json (eighteenth session, c8; docs/offload.md)."""
+    """benchmarks/results/h200/offload_ops.json (eighteenth session, c10; docs/offload.md)."""
     doc = json.loads((ROOT / "benchmarks" / "results" / "h200" / "offload_ops.json").read_text())
     s = _bench().summary(doc["records"])
     assert s == doc["summary"]  # what the run wrote is what the records give
     assert s["offloaded_within_1.12x_ideal"] == [82, 112]
-    assert s["offloaded_within_1.12x_ideal_copy"] == [94, 112]
-    assert s["r0_within_5pct_of_cublas"] == [16, 16]
+    assert s["offloaded_within_1.12x_ideal_copy"] == [96, 112]
+    assert s["r0_within_5pct_of_cublas"] == [15, 16]
     assert s["batch512_rstar_rhide_within_5pct_of_cublas"] == [2, 8]
     assert s["large_batch_direct_faster_than_taken_path"] == [0, 28]
