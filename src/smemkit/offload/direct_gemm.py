@@ -24,7 +24,6 @@ k-split); the partials are summed in split order by the last CTA (bitwise reprod
 
 from __future__ import annotations
 
-import ctypes
 import math
 import struct
 import threading
@@ -33,9 +32,10 @@ from functools import cache, lru_cache
 
 import torch
 
-from smemkit.errors import InvalidArgumentError, UnsupportedDeviceError, is_int
+from smemkit.errors import InvalidArgumentError, is_int
 from smemkit.offload.pinned import SplitWeight
 from smemkit.runtime.compiler import DEFAULT_ARCH, CompiledModule, compile_module, package_source
+from smemkit.runtime.tma import TENSOR_MAP_BYTES, encode_2d, to_device
 
 SOURCE = "offload/direct_gemm.cu"
 KERNEL = "direct_gemm"
@@ -50,7 +50,6 @@ CLUSTER_SIZES = (1, 2, 4)
 DEFAULT_STREAMS = 6  # clusters per m-group: the probe's clusters of 4 read ~12-13 GB/s each (c4)
 DEFAULT_STAGES = 6
 UNITS_PER_STREAM = 2
-TENSOR_MAP_BYTES = 128
 BOX_ROWS = (64, 16)  # the kernel's main and remainder boxes (32-row boxes read 29-32 GB/s, c2)
 DTYPE_CODE = {torch.bfloat16: 0, torch.float16: 1}
 
@@ -169,26 +168,6 @@ def _kernel(dtype: torch.dtype):
         return _KERNELS[dtype]
 
 
-def _encode(ptr: int, rows: int, k: int, box_rows: int, dtype: torch.dtype) -> bytes:
-    """A 2-D tensor map (128 bytes) of a row-major rows x k matrix at ``ptr``: box 64 k x
-    ``box_rows``, 128-byte swizzle, zero fill out of bounds."""
-    from cuda.bindings import driver
-
-    dt = (driver.CUtensorMapDataType.CU_TENSOR_MAP_DATA_TYPE_BFLOAT16 if dtype == torch.bfloat16
-          else driver.CUtensorMapDataType.CU_TENSOR_MAP_DATA_TYPE_FLOAT16)
-    err, tmap = driver.cuTensorMapEncodeTiled(
-        dt, 2, ptr, [driver.cuuint64_t(k), driver.cuuint64_t(rows)], [driver.cuuint64_t(k * 2)],
-        [driver.cuuint32_t(BK), driver.cuuint32_t(box_rows)], [driver.cuuint32_t(1), driver.cuuint32_t(1)],
-        driver.CUtensorMapInterleave.CU_TENSOR_MAP_INTERLEAVE_NONE,
-        driver.CUtensorMapSwizzle.CU_TENSOR_MAP_SWIZZLE_128B,
-        driver.CUtensorMapL2promotion.CU_TENSOR_MAP_L2_PROMOTION_NONE,
-        driver.CUtensorMapFloatOOBfill.CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE)
-    if int(err) != 0:
-        raise UnsupportedDeviceError(f"cuTensorMapEncodeTiled refused a {rows} x {k} matrix at 0x{ptr:x}: "
-                                     f"{err}")
-    return ctypes.string_at(tmap.getPtr(), TENSOR_MAP_BYTES)
-
-
 def host_tensor_maps(weight: SplitWeight) -> torch.Tensor:
     """The two tensor maps (2 x 128 bytes in device memory) of the weight's host rows, boxes of
     BOX_ROWS rows; made once per host part (a map holds only the address and the shape, so one
@@ -198,10 +177,8 @@ def host_tensor_maps(weight: SplitWeight) -> torch.Tensor:
     with _LOCK:
         if key in _MAPS:
             return _MAPS[key]
-    raw = b"".join(_encode(key[1], n_h, k, rows, weight.dtype) for rows in BOX_ROWS)
-    dev = torch.frombuffer(bytearray(raw), dtype=torch.uint8).to(weight.device)
-    if dev.data_ptr() % 64:
-        raise UnsupportedDeviceError("the tensor maps' device copy is not 64-byte aligned")
+    dev = to_device(b"".join(encode_2d(key[1], n_h, k, rows, BK, weight.dtype) for rows in BOX_ROWS),
+                    weight.device)
     with _LOCK:
         return _MAPS.setdefault(key, dev)
 
@@ -210,7 +187,7 @@ def host_tensor_maps(weight: SplitWeight) -> torch.Tensor:
 def input_map_words(ptr: int, m: int, k: int, dtype: torch.dtype) -> tuple[int, ...]:
     """The x tensor map (box 64 k x BM rows) as the 16 u64 kernel parameters the kernel copies to
     its per-CTA slot."""
-    return struct.unpack("<16Q", _encode(ptr, m, k, BM, dtype))
+    return struct.unpack("<16Q", encode_2d(ptr, m, k, BM, BK, dtype))
 
 
 class DirectScratch:

@@ -18,14 +18,14 @@ CTAs share a host weight tile would read it once this way.
 
 from __future__ import annotations
 
-import ctypes
 from dataclasses import asdict, dataclass
 
 import numpy as np
 import torch
 
-from smemkit.errors import InvalidArgumentError, UnsupportedDeviceError, check_positive_int, is_int
+from smemkit.errors import InvalidArgumentError, check_positive_int, is_int
 from smemkit.offload.congestion import bytes_and_span
+from smemkit.runtime.tma import encode_2d, to_device
 
 SOURCE = "offload/host_paths.cu"
 THREADS = 128
@@ -35,7 +35,6 @@ ALIGN_SLACK = 1024  # the kernels round their ring up to 1024 bytes (128-byte sw
 BULK_PARAMS = ("ptr", "u64", "u32", "i32", "ptr")
 TMA_PARAMS = ("ptr", "i32", "i32", "i32", "i32", "i32", "ptr")
 TMA_COLS = 4096  # columns (bf16) of the matrix the TMA probe views the host buffer as
-TENSOR_MAP_BYTES = 128
 
 
 @dataclass(frozen=True)
@@ -214,28 +213,12 @@ class HostPathProbe:
         return int(np.bitwise_xor.reduce(stats[:, 3].astype(np.uint32))) if len(stats) else 0
 
     def _tensor_map(self, box_rows: int, tile_cols: int) -> torch.Tensor:
-        """The tensor map (in device memory, 64-byte aligned) viewing the pinned buffer as a
-        row-major bf16 matrix of TMA_COLS columns, with a box of box_rows x tile_cols."""
+        """The tensor map (in device memory) viewing the pinned buffer as a row-major bf16 matrix of
+        TMA_COLS columns, with a box of box_rows x tile_cols."""
         key = (box_rows, tile_cols)
         if key not in self.tmaps:
-            from cuda.bindings import driver
-
             rows = self.host.nbytes // (TMA_COLS * 2)
-            swizzle = (driver.CUtensorMapSwizzle.CU_TENSOR_MAP_SWIZZLE_128B if tile_cols * 2 == 128
-                       else driver.CUtensorMapSwizzle.CU_TENSOR_MAP_SWIZZLE_NONE)
-            err, tmap = driver.cuTensorMapEncodeTiled(
-                driver.CUtensorMapDataType.CU_TENSOR_MAP_DATA_TYPE_BFLOAT16, 2, self.host.device_ptr,
-                [driver.cuuint64_t(TMA_COLS), driver.cuuint64_t(rows)], [driver.cuuint64_t(TMA_COLS * 2)],
-                [driver.cuuint32_t(tile_cols), driver.cuuint32_t(box_rows)],
-                [driver.cuuint32_t(1), driver.cuuint32_t(1)],
-                driver.CUtensorMapInterleave.CU_TENSOR_MAP_INTERLEAVE_NONE, swizzle,
-                driver.CUtensorMapL2promotion.CU_TENSOR_MAP_L2_PROMOTION_L2_128B,
-                driver.CUtensorMapFloatOOBfill.CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE)
-            if int(err) != 0:
-                raise UnsupportedDeviceError(f"cuTensorMapEncodeTiled refused the pinned buffer: {err}")
-            raw = ctypes.string_at(tmap.getPtr(), TENSOR_MAP_BYTES)
-            dev = torch.frombuffer(bytearray(raw), dtype=torch.uint8).to(f"cuda:{self.device_index}")
-            if dev.data_ptr() % 64:
-                raise UnsupportedDeviceError("the tensor map's device copy is not 64-byte aligned")
-            self.tmaps[key] = dev
+            raw = encode_2d(self.host.device_ptr, rows, TMA_COLS, box_rows, tile_cols, torch.bfloat16,
+                            promote_l2=True)
+            self.tmaps[key] = to_device(raw, f"cuda:{self.device_index}")
         return self.tmaps[key]
