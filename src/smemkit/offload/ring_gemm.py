@@ -42,8 +42,9 @@ host part (the 470 MB layers at r = 0.05) in three chunks stalled its third copy
 16 MB slots (``RING_SLOT_BYTES``). The attention variant of this ring, whose HBM work is a long
 SDPA, stalled the same way (``attention_ring/``).
 
-This is not DAK's direct-access GEMM (host tiles read by the GEMM kernel itself, e.g. by TMA): that
-kernel is not built (docs/offload.md).
+DAK's direct-access GEMM (host tiles read by a kernel itself, by TMA, multicast across a cluster)
+is :mod:`.direct_gemm`; beside cuBLAS it was slower than this ring at every measured batch-512 point
+(docs/offload.md), so the rule keeps the ring.
 """
 
 from __future__ import annotations
