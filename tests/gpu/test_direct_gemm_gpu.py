@@ -2,8 +2,8 @@
 one): float64 reference on awkward shapes (M = 1, odd, not a multiple of 128; host rows not a
 multiple of 64 or 16; K not a multiple of 64), outputs poisoned with NaN first, bias, rows of zeros,
 inf and NaN, bitwise repeats, every cluster size, forced k-splits, CUDA-graph replay on new input
-values, and clear errors for a capture that would have to grow the scratch and for a plan made
-for another shape."""
+values, and clear errors for a capture that would have to grow the scratch or make a weight's
+tensor maps, and for a plan made for another shape."""
 
 import pytest
 import torch
@@ -117,3 +117,18 @@ def test_a_plan_for_another_shape_is_refused():
         wrong = dg.plan_direct(256, sw.host_rows + 128, 1024)
         with pytest.raises(InvalidArgumentError, match="does not fit"):
             dg.direct_linear(x, sw, None, torch.empty((256, 300), dtype=torch.bfloat16, device="cuda"), wrong)
+
+
+def test_a_capture_before_the_weights_maps_exist_is_refused():
+    m, n, k = 256, 512, 1024
+    w, x, _ = make(m, n, k, torch.bfloat16, seed=11)
+    out = torch.empty((m, n), dtype=torch.bfloat16, device="cuda")
+    with SplitWeight(w, 0.5) as warm:
+        dg.direct_linear(x, warm, None, out)  # kernel and scratch made, this weight's maps too
+        torch.cuda.synchronize()
+    with SplitWeight(w.clone(), 0.5) as fresh:  # its maps are not made yet (another host part)
+        if (x.device.index, fresh.host_ptr, fresh.host_rows, k, fresh.dtype) in dg._MAPS:
+            pytest.skip("the new host part landed where a mapped one was")
+        graph = torch.cuda.CUDAGraph()
+        with pytest.raises(InvalidArgumentError, match="not made yet"), torch.cuda.graph(graph):
+            dg.direct_linear(x, fresh, None, out)

@@ -192,10 +192,12 @@ def input_map_words(ptr: int, m: int, k: int, dtype: torch.dtype) -> tuple[int, 
 
 class DirectScratch:
     """Split-K partials and counters (a :class:`~smemkit.offload.gemv.SplitScratch`) and the
-    per-CTA x map slots of one device's direct kernels, which all run on that device's side stream,
-    one after another. Buffers only grow (outgrown ones are kept: a captured CUDA graph may still
-    use them), never inside a capture: the counters must be zero before a graph's first replay,
-    and a capture's allocations would come from that graph's pool."""
+    per-CTA x map slots of one device's direct kernels. Eager calls run them on the device's side
+    stream, one after another; a captured CUDA graph holds these buffers too, so graphs that ran the
+    direct path must be replayed one at a time and not beside an eager direct call (as the ring's
+    slots, :mod:`.ring_gemm`). Buffers only grow (outgrown ones are kept: a graph may still use
+    them), never inside a capture: the counters must be zero before a graph's first replay, and a
+    capture's allocations would come from that graph's pool."""
 
     def __init__(self, device_index: int) -> None:
         from smemkit.offload.gemv import SplitScratch
@@ -247,7 +249,7 @@ def check_direct(x2: torch.Tensor, weight: SplitWeight) -> None:
                                    "copy's base address); got an offset view: pass a copy")
 
 
-def direct_host_rows(x2: torch.Tensor, weight: SplitWeight, bias: torch.Tensor | None, y2: torch.Tensor,
+def _launch_host_rows(x2: torch.Tensor, weight: SplitWeight, bias: torch.Tensor | None, y2: torch.Tensor,
                      plan: DirectPlan | None = None) -> DirectPlan:
     """Output columns [n_hbm, N) = x2 @ W_host.T (+ bias) by the direct kernel, on the current
     stream (the weight has host rows). Returns the plan it ran."""
@@ -259,6 +261,12 @@ def direct_host_rows(x2: torch.Tensor, weight: SplitWeight, bias: torch.Tensor |
     else:
         check_plan(plan, m, n_h, k)
     dev = x2.device.index
+    if torch.cuda.is_current_stream_capturing():  # the maps' upload and the module load cannot be captured
+        key = (weight.device.index, int(weight.host_ptr), n_h, k, weight.dtype)
+        if key not in _MAPS or x2.dtype not in _KERNELS:
+            raise InvalidArgumentError(
+                "the direct path's kernel or this weight's tensor maps are not made yet, which a CUDA-graph "
+                "capture cannot do: run the same call once outside the capture first")
     ws, counters, xmaps = device_scratch(x2.device).reserve(plan, m, n_h)
     _kernel(x2.dtype).launch(
         plan.ctas, THREADS, host_tensor_maps(weight), xmaps, 0 if bias is None else bias, y2,
@@ -273,7 +281,9 @@ _SIDE: dict[int, tuple[torch.cuda.Stream, threading.Lock]] = {}
 
 def _side_stream(device: torch.device) -> tuple[torch.cuda.Stream, threading.Lock]:
     """The device's side stream for the direct kernels (so they run one after another and share
-    one scratch), and the lock keeping one call's enqueues together."""
+    one scratch), and the lock keeping one call's enqueues together. While a CUDA-graph capture
+    runs the direct path, this stream belongs to that capture: no eager direct call on the device
+    until it ends."""
     with _LOCK:
         if device.index not in _SIDE:
             _SIDE[device.index] = (torch.cuda.Stream(device=device), threading.Lock())
@@ -301,7 +311,7 @@ def direct_linear(x2: torch.Tensor, weight: SplitWeight, bias: torch.Tensor | No
         side.wait_stream(main)
         try:
             with torch.cuda.stream(side):
-                direct_host_rows(x2, weight, bias, y2, plan)
+                _launch_host_rows(x2, weight, bias, y2, plan)
             if n_hbm:
                 linear_into(x2, weight.hbm, None if bias is None else bias[:n_hbm], y2[:, :n_hbm])
         finally:
