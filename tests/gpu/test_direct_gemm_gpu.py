@@ -123,12 +123,11 @@ def test_a_capture_before_the_weights_maps_exist_is_refused():
     m, n, k = 256, 512, 1024
     w, x, _ = make(m, n, k, torch.bfloat16, seed=11)
     out = torch.empty((m, n), dtype=torch.bfloat16, device="cuda")
-    with SplitWeight(w, 0.5) as warm:
-        dg.direct_linear(x, warm, None, out)  # kernel and scratch made, this weight's maps too
+    with SplitWeight(w, 0.5) as warm, SplitWeight(w.clone(), 0.5) as fresh:  # two host parts at once
+        dg.direct_linear(x, warm, None, out)  # kernel and scratch made, warm's maps too
         torch.cuda.synchronize()
-    with SplitWeight(w.clone(), 0.5) as fresh:  # its maps are not made yet (another host part)
         if (x.device.index, fresh.host_ptr, fresh.host_rows, k, fresh.dtype) in dg._MAPS:
-            pytest.skip("the new host part landed where a mapped one was")
+            pytest.skip("the new host part landed where an earlier test's mapped one was")
         graph = torch.cuda.CUDAGraph()
         with pytest.raises(InvalidArgumentError, match="not made yet"), torch.cuda.graph(graph):
             dg.direct_linear(x, fresh, None, out)
