@@ -6,15 +6,14 @@ cluster of P CTAs), beside cuBLAS on the HBM rows (``direct_gemm.cu``; seed 003 
 (``benchmarks/results/h200/run_2026-11-30_eighteenth/``, batch 512): the kernel alone streams a
 16.5-47 MB host part at 42.8-50.4 GB/s (P = 4, 16-32 CTAs), below the copy engine's 55.0-55.5,
 and beside cuBLAS its CTAs hold 16-32 SMs of a compute-bound GEMM for the whole host stream, so the
-ring path
-(:mod:`.ring_gemm`, copy engine + cuBLAS) was faster at every measured point (e.g. 28672 x 8192:
+ring path (:mod:`.ring_gemm`, copy engine + cuBLAS) was faster at every measured point (28672 x 8192:
 r_hide 397 against 349 us, r = 0.05 476 against 459; 4096 x 14336 r* 123 against 89). Multicast
 itself pays: at batch 512 (4 m-blocks of 128 rows) P = 4 read a 23.6 MB host part in 475 us
 against 938 (P = 2) and 1851 (P = 1), which read it 2 and 4 times.
 
-The host rows' kernel is enqueued first on the device's side stream, so that its CTAs (one per SM: 9 warps
-and stages x 32 KB of shared memory) hold their SMs from the start; cuBLAS multiplies the HBM rows
-on the caller's stream. No HBM staging buffer; the bytes of host reads in flight are stages x 16 KB
+The host rows' kernel is enqueued first on the device's side stream, so that its CTAs (one per SM:
+9 warps and stages x 32 KB of shared memory) hold their SMs from the start; cuBLAS multiplies the
+HBM rows on the caller's stream. No HBM staging buffer; the bytes of host reads in flight are stages x 16 KB
 per cluster.
 
 Plan: the host part is cut into tiles of 128 rows; each tile's K is split so that the unit streams
@@ -168,17 +167,21 @@ def _kernel(dtype: torch.dtype):
         return _KERNELS[dtype]
 
 
+def _maps_key(weight: SplitWeight) -> tuple[int, int, int, int, torch.dtype]:
+    return (weight.device.index, int(weight.host_ptr), weight.host_rows, weight.shape[1], weight.dtype)
+
+
 def host_tensor_maps(weight: SplitWeight) -> torch.Tensor:
     """The two tensor maps (2 x 128 bytes in device memory) of the weight's host rows, boxes of
     BOX_ROWS rows; made once per host part (a map holds only the address and the shape, so one
     made for a freed part is right for a new part of the same shape at the same address)."""
-    n_h, k = weight.host_rows, weight.shape[1]
-    key = (weight.device.index, int(weight.host_ptr), n_h, k, weight.dtype)
+    key = _maps_key(weight)
     with _LOCK:
         if key in _MAPS:
             return _MAPS[key]
-    dev = to_device(b"".join(encode_2d(key[1], n_h, k, rows, BK, weight.dtype) for rows in BOX_ROWS),
-                    weight.device)
+    n_h, k = weight.host_rows, weight.shape[1]
+    dev = to_device(b"".join(encode_2d(int(weight.host_ptr), n_h, k, rows, BK, weight.dtype)
+                             for rows in BOX_ROWS), weight.device)
     with _LOCK:
         return _MAPS.setdefault(key, dev)
 
@@ -212,15 +215,14 @@ class DirectScratch:
         """(partials, counters, map slots) for a launch of ``plan``."""
         ws_floats, n_counters = plan.ws_floats(m, n_h), plan.n_counters
         map_bytes = plan.ctas * TENSOR_MAP_BYTES
-        grow = ((ws_floats and (self.split.ws is None or self.split.ws.numel() < ws_floats))
-                or (n_counters and (self.split.counters is None or self.split.counters.numel() < n_counters))
-                or self.maps is None or self.maps.numel() < map_bytes)
+        maps_short = self.maps is None or self.maps.numel() < map_bytes
+        grow = maps_short or self.split.needs_growth(ws_floats, n_counters)
         if grow and torch.cuda.is_current_stream_capturing():
             raise InvalidArgumentError(
                 "the direct path's scratch must grow for this launch, which a CUDA-graph capture cannot do "
                 "safely: run the same call once outside the capture first")
         ws, counters = self.split.reserve(ws_floats, n_counters)
-        if self.maps is None or self.maps.numel() < map_bytes:
+        if maps_short:
             if self.maps is not None:
                 self._retired.append(self.maps)
             self.maps = torch.empty(map_bytes, dtype=torch.uint8,
@@ -252,8 +254,8 @@ def check_direct(x2: torch.Tensor, weight: SplitWeight) -> None:
 def _launch_host_rows(x2: torch.Tensor, weight: SplitWeight, bias: torch.Tensor | None, y2: torch.Tensor,
                      plan: DirectPlan | None = None) -> DirectPlan:
     """Output columns [n_hbm, N) = x2 @ W_host.T (+ bias) by the direct kernel, on the current
-    stream (the weight has host rows). Returns the plan it ran."""
-    check_direct(x2, weight)
+    stream (the weight has host rows; :func:`direct_linear` ran :func:`check_direct`). Returns the
+    plan it ran."""
     m, k = x2.shape
     n_h = weight.host_rows
     if plan is None:
@@ -261,12 +263,11 @@ def _launch_host_rows(x2: torch.Tensor, weight: SplitWeight, bias: torch.Tensor 
     else:
         check_plan(plan, m, n_h, k)
     dev = x2.device.index
-    if torch.cuda.is_current_stream_capturing():  # the maps' upload and the module load cannot be captured
-        key = (weight.device.index, int(weight.host_ptr), n_h, k, weight.dtype)
-        if key not in _MAPS or x2.dtype not in _KERNELS:
-            raise InvalidArgumentError(
-                "the direct path's kernel or this weight's tensor maps are not made yet, which a CUDA-graph "
-                "capture cannot do: run the same call once outside the capture first")
+    made = _maps_key(weight) in _MAPS and x2.dtype in _KERNELS
+    if not made and torch.cuda.is_current_stream_capturing():  # an upload or a module load can't be captured
+        raise InvalidArgumentError(
+            "the direct path's kernel or this weight's tensor maps are not made yet, which a CUDA-graph "
+            "capture cannot do: run the same call once outside the capture first")
     ws, counters, xmaps = device_scratch(x2.device).reserve(plan, m, n_h)
     _kernel(x2.dtype).launch(
         plan.ctas, THREADS, host_tensor_maps(weight), xmaps, 0 if bias is None else bias, y2,

@@ -522,14 +522,24 @@ class SplitScratch:
         self._retired: list[torch.Tensor] = []
         self._lock = threading.Lock()
 
+    def _ws_short(self, ws_floats: int) -> bool:
+        return bool(ws_floats) and (self.ws is None or self.ws.numel() < ws_floats)
+
+    def _counters_short(self, n_counters: int) -> bool:
+        return bool(n_counters) and (self.counters is None or self.counters.numel() < n_counters)
+
+    def needs_growth(self, ws_floats: int, n_counters: int) -> bool:
+        """Whether :meth:`reserve` with these sizes would allocate."""
+        return self._ws_short(ws_floats) or self._counters_short(n_counters)
+
     def reserve(self, ws_floats: int, n_counters: int) -> tuple[torch.Tensor | None, torch.Tensor | None]:
         with self._lock:
             dev = torch.device("cuda", self.device_index)
-            if ws_floats and (self.ws is None or self.ws.numel() < ws_floats):
+            if self._ws_short(ws_floats):
                 if self.ws is not None:
                     self._retired.append(self.ws)
                 self.ws = torch.empty(ws_floats, dtype=torch.float32, device=dev)
-            if n_counters and (self.counters is None or self.counters.numel() < n_counters):
+            if self._counters_short(n_counters):
                 if self.counters is not None:
                     self._retired.append(self.counters)
                 self.counters = torch.zeros(max(n_counters, 64), dtype=torch.int32, device=dev)
