@@ -24,17 +24,20 @@ def test_summary_counts_each_target_over_its_own_points():
         _rec("smemkit", "0", 1, 1.04, 1.0), _rec("cublas_hbm", "0", 1, 1.0, 1.0),  # r = 0: within 5 %
         _rec("smemkit", "0", 8, 1.06, 1.0), _rec("cublas_hbm", "0", 8, 1.0, 1.0),  # 6 % slower
         _rec("smemkit", "r*", 1, 1.11, 1.0, ideal_copy_ms=1.0),  # within both ideals
-        _rec("smemkit", "0.05", 1, 1.20, 1.0, ideal_copy_ms=1.10),  # only within the copy ideal
+        _rec("smemkit", "0.05", 1, 1.20, 1.0, ideal_copy_ms=1.10, floor_ms=1.13),  # miss, floor over bar
+        _rec("smemkit", "0.1", 8, 1.20, 1.0, floor_ms=1.05),  # a miss whose floor is under the bar
+        _rec("smemkit", "0.25", 8, 1.10, 1.0, floor_ms=1.13),  # met: not a miss
         _rec("smemkit", "r*", 512, 2.0, 1.5, direct_ms=1.9), _rec("cublas_hbm", "r*", 512, 1.95, 1.5),
         _rec("smemkit", "r_hide", 512, 2.2, 1.5, direct_ms=2.3), _rec("cublas_hbm", "r_hide", 512, 2.0, 1.5),
         {"shape": [64, 64], "batch": 1, "r": "0.1", "method": "smemkit", "error": "failed"},  # no time
     ]
     s = _bench().summary(records)
-    assert s["offloaded_within_1.12x_ideal"] == [1, 4]
+    assert s["offloaded_within_1.12x_ideal"] == [2, 6]
     assert s["offloaded_within_1.12x_ideal_copy"] == [2, 2]
     assert s["r0_within_5pct_of_cublas"] == [1, 2]
     assert s["batch512_rstar_rhide_within_5pct_of_cublas"] == [1, 2]
     assert s["large_batch_direct_faster_than_taken_path"] == [1, 2]
+    assert s["misses_with_floor_over_1.12x_ideal"] == [1, 2]
 
 
 def test_summary_of_the_recorded_run_matches_the_docs():
