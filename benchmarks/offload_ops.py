@@ -281,27 +281,36 @@ def _compare_host_paths(doc, results, x, sw, host_ctas, host_window, args, wbyte
     results.flush()
 
 
-def _copy_then_op(dst, host):
-    """The host rows copied on a side stream, then a 1-element op on the caller's stream that waits
-    for them: the least any path that computes on copied rows (the ring, copy_then_cublas) adds to
-    the copy (6-10 us over the copy alone in a graph, benchmarks/results/h200/
-    run_2026-11-30_nineteenth/c1)."""
+def copy_then_op(pairs):
+    """A call that copies each (HBM destination, pinned source) pair on a side stream, then runs a
+    1-element op on the caller's stream that waits for them: the least any path that computes on
+    copied host data (the ring, copy_then_cublas) adds to the copy (6-10 us over the copy alone in
+    a graph, benchmarks/results/h200/run_2026-11-30_nineteenth/c1)."""
     import torch
 
     side = torch.cuda.Stream()
     landed = torch.cuda.Event()
-    flag = torch.zeros(1, device=dst.device)
+    flag = torch.zeros(1, device=pairs[0][0].device)
 
     def call():
         main = torch.cuda.current_stream()
         side.wait_stream(main)
         with torch.cuda.stream(side):
-            dst.copy_(host, non_blocking=True)
+            for dst, src in pairs:
+                dst.copy_(src, non_blocking=True)
             landed.record(side)
         main.wait_event(landed)
         flag.add_(1)
 
     return call
+
+
+def floor_of(hbm_ms: float, copy_then_op_ms: float | None, host_kernel_ms: float | None) -> float:
+    """The least a path built from parts timed alone can take: the HBM part beside the host part
+    copied then used, or beside the split kernel reading the host part alone (where timed); the HBM
+    part alone when there is no host part."""
+    floors = [max(hbm_ms, host) for host in (copy_then_op_ms, host_kernel_ms) if host is not None]
+    return min(floors) if floors else hbm_ms
 
 
 def _floors(x, sw, sw_host, copy_then_op_ms, host_ctas, host_window, args) -> dict:
@@ -320,12 +329,10 @@ def _floors(x, sw, sw_host, copy_then_op_ms, host_ctas, host_window, args) -> di
 
     out = {"host_copy_then_op_ms": copy_then_op_ms,
            "hbm_rows_ms": ms(lambda: F.linear(x, sw.hbm)) if sw.n_hbm else 0.0}
-    floors = [max(copy_then_op_ms, out["hbm_rows_ms"])]
     if x.shape[0] <= MAX_BATCH:
         out["host_kernel_ms"] = ms(lambda: split_linear(x, sw_host, host_ctas=host_ctas,
                                                         host_window=host_window, path="kernel"))
-        floors.append(max(out["host_kernel_ms"], out["hbm_rows_ms"]))
-    out["floor_ms"] = min(floors)
+    out["floor_ms"] = floor_of(out["hbm_rows_ms"], copy_then_op_ms, out.get("host_kernel_ms"))
     return out
 
 
@@ -461,7 +468,7 @@ def run(args: argparse.Namespace) -> int:
                 dst = w_copy[n_hbm:]
                 host_copy_ms = timed(lambda dst=dst, sw=sw: dst.copy_(sw.host, non_blocking=True),
                                      args.reps, args.warmup)[0]["ms"]
-                host_copy_then_op_ms = timed(_copy_then_op(dst, sw.host), args.reps, args.warmup)[0]["ms"]
+                host_copy_then_op_ms = timed(copy_then_op([(dst, sw.host)]), args.reps, args.warmup)[0]["ms"]
                 # the host rows alone, for the kernel path's floor (at r = 1 the weight itself)
                 sw_host = sw if sw.n_hbm == 0 else SplitWeight(sw.host, 1.0)
             try:

@@ -8,11 +8,35 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[3]
 
 
-def _bench():
-    spec = importlib.util.spec_from_file_location("offload_ops_bench", ROOT / "benchmarks" / "offload_ops.py")
+def _bench(name: str = "offload_ops"):
+    spec = importlib.util.spec_from_file_location(f"{name}_bench", ROOT / "benchmarks" / f"{name}.py")
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module
+
+
+def test_floor_is_the_cheaper_path_built_from_parts_timed_alone():
+    floor_of = _bench().floor_of
+    assert floor_of(30.0, 40.0, 37.0) == 37.0  # the host kernel beside the HBM part
+    assert floor_of(30.0, 40.0, None) == 40.0  # no kernel path at this batch: copy then op
+    assert floor_of(50.0, 40.0, 37.0) == 50.0  # the HBM part sets it
+    assert floor_of(20.0, None, None) == 20.0  # no host part
+
+
+def test_attention_summary_counts_misses_and_their_floors():
+    def rec(method, r, ctx, ms, ideal, **extra):
+        return {"batch": 8, "context": ctx, "r": r, "method": method, "ms": ms, "ideal_ms": ideal, **extra}
+
+    records = [
+        rec("smemkit", "0", 1024, 1.3, 1.0, floor_ms=1.3), rec("hbm", "0", 1024, 1.3, 1.0),  # SDPA over bar
+        rec("smemkit", "0", 4096, 1.0, 1.0, floor_ms=1.0), rec("hbm", "0", 4096, 0.9, 1.0),  # 11 % over SDPA
+        rec("smemkit", "0.1", 1024, 1.2, 1.0, floor_ms=1.05),  # a miss whose floor is under the bar
+        rec("smemkit", "0.5", 1024, 1.1, 1.0, floor_ms=1.0),  # met
+    ]
+    s = _bench("offload_attention").summary(records)
+    assert s["within_1.12x_ideal"] == [2, 4]
+    assert s["r0_within_5pct_of_hbm"] == [1, 2]
+    assert s["misses_with_floor_over_1.12x_ideal"] == [1, 2]
 
 
 def _rec(method, r, batch, ms, ideal, **extra):
