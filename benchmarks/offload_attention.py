@@ -43,7 +43,16 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from offload_ops import Results, copy_then_op, floor_of, log, measure_links, parse_ratio, timed  # noqa: E402
+from offload_ops import (  # noqa: E402
+    Results,
+    copy_then_op,
+    floor_of,
+    guarded,
+    log,
+    measure_links,
+    parse_ratio,
+    timed,
+)
 
 ROOT = Path(__file__).resolve().parent.parent
 DEFAULT_OUT = ROOT / "benchmarks" / "results" / "h200" / "offload_attention.json"
@@ -212,7 +221,8 @@ def run(args: argparse.Namespace) -> int:
                 uva_impl = f"unavailable ({type(exc).__name__})"
             impl_uva: list[str] = []
             ideal = max(r_act * kv_bytes / b_h, (1 - r_act) * kv_bytes / b_g)
-            floors = _floors(q, k, v, cache, h_q, args)
+            floors = guarded("the floors", {"floor_error": "failed (logged)"},
+                             _floors, q, k, v, cache, h_q, args)
 
             def m_smemkit(out=None, cache=cache, q=q, force=False):
                 return split_decode_attention(q, cache, host_ctas=args.host_ctas,
@@ -268,7 +278,9 @@ def run(args: argparse.Namespace) -> int:
                     if method == "uva":
                         rec["impl"] = f"{uva_impl}: {impl_uva[0] if impl_uva else None}"
                     if method == "smemkit":
-                        rec.update(floors, floor_over_ideal=floors["floor_ms"] / (ideal * 1e3))
+                        rec.update(floors)
+                        if "floor_ms" in floors:
+                            rec["floor_over_ideal"] = floors["floor_ms"] / (ideal * 1e3)
                         rec["path"] = "sdpa" if uses_sdpa(cache, None) else "split_kernel"
                         if uses_sdpa(cache, None):  # what the split kernel itself takes at r = 0
                             forced, _ = timed(partial(m_smemkit, force=True), args.reps, args.warmup)
@@ -326,17 +338,18 @@ def _floors(q, k, v, cache, h_q: int, args) -> dict:
 def summary(records: list[dict]) -> dict:
     """The issue's counts over a run's records: points of the smemkit method within 1.12x the
     ideal; r = 0 within 5 % of the all-HBM attention at the same point; of the misses, those whose
-    floor (``_floors``) is itself above 1.12x the ideal. Each as [count, points]."""
+    floor (``_floors``; none recorded: not counted as over) is itself above 1.12x the ideal. Each as
+    [count, points]."""
     by = {(r["batch"], r["context"], r["r"], r["method"]): r for r in records if "ms" in r}
     ours = [r for k, r in by.items() if k[3] == "smemkit"]
     r0 = [(r["ms"], by[(r["batch"], r["context"], "0", "hbm")]["ms"]) for r in ours
           if r["r"] == "0" and (r["batch"], r["context"], "0", "hbm") in by]
-    misses = [r for r in ours if r["ms"] > 1.12 * r["ideal_ms"] and "floor_ms" in r]
+    misses = [r for r in ours if r["ms"] > 1.12 * r["ideal_ms"]]  # one without a floor: not over
     return {
         "within_1.12x_ideal": [sum(r["ms"] <= 1.12 * r["ideal_ms"] for r in ours), len(ours)],
         "r0_within_5pct_of_hbm": [sum(a <= 1.05 * b for a, b in r0), len(r0)],
-        "misses_with_floor_over_1.12x_ideal": [sum(r["floor_ms"] > 1.12 * r["ideal_ms"] for r in misses),
-                                               len(misses)],
+        "misses_with_floor_over_1.12x_ideal": [sum(r.get("floor_ms", 0) > 1.12 * r["ideal_ms"]
+                                                   for r in misses), len(misses)],
     }
 
 

@@ -305,6 +305,19 @@ def copy_then_op(pairs):
     return call
 
 
+def guarded(what: str, fallback, make, *args):
+    """``make(*args)``, or ``fallback`` after logging the error: a failing floor or helper must not
+    lose the run's records."""
+    import torch
+
+    try:
+        return make(*args)
+    except Exception as exc:
+        torch.cuda.synchronize()
+        log(f"  {what} failed ({type(exc).__name__}: {str(exc)[:200]})")
+        return fallback
+
+
 def floor_of(hbm_ms: float, copy_then_op_ms: float | None, host_kernel_ms: float | None) -> float:
     """The least a path built from parts timed alone can take: the HBM part beside the host part
     copied then used, or beside the split kernel reading the host part alone (where timed); the HBM
@@ -329,7 +342,7 @@ def _floors(x, sw, sw_host, copy_then_op_ms, host_ctas, host_window, args) -> di
 
     out = {"host_copy_then_op_ms": copy_then_op_ms,
            "hbm_rows_ms": ms(lambda: F.linear(x, sw.hbm)) if sw.n_hbm else 0.0}
-    if x.shape[0] <= MAX_BATCH:
+    if x.shape[0] <= MAX_BATCH and sw_host is not None:
         out["host_kernel_ms"] = ms(lambda: split_linear(x, sw_host, host_ctas=host_ctas,
                                                         host_window=host_window, path="kernel"))
     out["floor_ms"] = floor_of(out["hbm_rows_ms"], copy_then_op_ms, out.get("host_kernel_ms"))
@@ -470,7 +483,8 @@ def run(args: argparse.Namespace) -> int:
                                      args.reps, args.warmup)[0]["ms"]
                 host_copy_then_op_ms = timed(copy_then_op([(dst, sw.host)]), args.reps, args.warmup)[0]["ms"]
                 # the host rows alone, for the kernel path's floor (at r = 1 the weight itself)
-                sw_host = sw if sw.n_hbm == 0 else SplitWeight(sw.host, 1.0)
+                sw_host = sw if sw.n_hbm == 0 else guarded("the host-only weight", None,
+                                                           SplitWeight, sw.host, 1.0)
             try:
                 host_view, uva_impl = sw.host_cuda_view(), "cublas_on_uva_view"
             except Exception as exc:  # torch refused the aliasing tensor
@@ -511,8 +525,10 @@ def run(args: argparse.Namespace) -> int:
                     y = F.linear(x, w_copy)
                     return out.copy_(y) if out is not None else y
 
-                floors = _floors(x, sw, sw_host, host_copy_then_op_ms, host_ctas, host_window, args) \
-                    if sw.host_rows else {}
+                floors = {}
+                if sw.host_rows:
+                    floors = guarded("the floors", {"floor_error": "failed (logged)"}, _floors, x, sw,
+                                     sw_host, host_copy_then_op_ms, host_ctas, host_window, args)
                 for method, fn in (("smemkit", m_smemkit), ("cublas_hbm", m_cublas), ("uva", m_uva),
                                    ("copy_then_cublas", m_copy)):
                     rec = {"op": "linear", "shape": [n_out, k], "dtype": "bfloat16", "batch": batch,
@@ -722,8 +738,8 @@ def summary(records: list[dict]) -> dict:
     within 1.12x the ideal, and within 1.12x the ideal with the host part's measured copy
     (ideal_copy_ms); r = 0 within 5 % of cuBLAS at the same point; batch 512 at r* / r_hide within
     5 % of cuBLAS at the same point; large-batch points where the direct path (direct_ms) beat the
-    path auto took; of the offloaded misses, those whose floor (``_floors``) is itself above 1.12x
-    the ideal. Each as [count, points]."""
+    path auto took; of the offloaded misses, those whose floor (``_floors``; none recorded: not
+    counted as over) is itself above 1.12x the ideal. Each as [count, points]."""
     by = {(tuple(r["shape"]), r["batch"], r["r"], r["method"]): r for r in records if "ms" in r}
     ours = {k[:3]: r for k, r in by.items() if k[3] == "smemkit"}
 
@@ -734,7 +750,7 @@ def summary(records: list[dict]) -> dict:
     offloaded = [r for k, r in ours.items() if k[2] != "0"]
     direct = [r for r in offloaded if "direct_ms" in r]
     with_copy = [r for r in offloaded if "ideal_copy_ms" in r]
-    floored = [r for r in offloaded if r["ms"] > 1.12 * r["ideal_ms"] and "floor_ms" in r]  # misses
+    misses = [r for r in offloaded if r["ms"] > 1.12 * r["ideal_ms"]]  # one without a floor: not over
     return {
         "offloaded_within_1.12x_ideal": [sum(r["ms"] <= 1.12 * r["ideal_ms"] for r in offloaded),
                                          len(offloaded)],
@@ -745,8 +761,8 @@ def summary(records: list[dict]) -> dict:
             [k for k in ours if k[1] == 512 and k[2] in ("r*", "r_hide")]),
         "large_batch_direct_faster_than_taken_path": [sum(r["direct_ms"] < r["ms"] for r in direct),
                                                       len(direct)],
-        "misses_with_floor_over_1.12x_ideal": [sum(r["floor_ms"] > 1.12 * r["ideal_ms"] for r in floored),
-                                               len(floored)],
+        "misses_with_floor_over_1.12x_ideal": [sum(r.get("floor_ms", 0) > 1.12 * r["ideal_ms"]
+                                                   for r in misses), len(misses)],
     }
 
 
