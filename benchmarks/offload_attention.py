@@ -52,6 +52,7 @@ from offload_ops import (  # noqa: E402
     measure_links,
     parse_ratio,
     timed,
+    timed_ms,
 )
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -316,18 +317,18 @@ def _floors(q, k, v, cache, h_q: int, args) -> dict:
     (host_kernel_ms), and floor_ms = offload_ops.floor_of of them."""
     from smemkit.offload.attention import SplitKVCache, split_decode_attention
 
-    def ms(fn) -> float:
-        return timed(fn, args.reps, args.warmup)[0]["ms"]
-
     b = cache.b_hbm
-    out = {"hbm_seqs_ms": ms(lambda: torch_attention(q[:b], cache.k_hbm, cache.v_hbm, [])) if b else 0.0}
+    out = {"hbm_seqs_ms": timed_ms(lambda: torch_attention(q[:b], cache.k_hbm, cache.v_hbm, []), args)
+           if b else 0.0}
     if cache.host_seqs:
-        out["host_copy_then_op_ms"] = ms(copy_then_op([(k[b:], cache.k_host), (v[b:], cache.v_host)]))
+        out["host_copy_then_op_ms"] = timed_ms(copy_then_op([(k[b:], cache.k_host), (v[b:], cache.v_host)]),
+                                               args)
         host_cache = cache if b == 0 else SplitKVCache(k[b:], v[b:], 1.0)
         try:
             host_cache.prepare(h_q, host_ctas=args.host_ctas, host_window=args.host_window)
-            out["host_kernel_ms"] = ms(lambda: split_decode_attention(
-                q[b:], host_cache, host_ctas=args.host_ctas, host_window=args.host_window, force_kernel=True))
+            out["host_kernel_ms"] = timed_ms(lambda: split_decode_attention(
+                q[b:], host_cache, host_ctas=args.host_ctas, host_window=args.host_window,
+                force_kernel=True), args)
         finally:
             if host_cache is not cache:
                 host_cache.free()

@@ -203,6 +203,11 @@ def timed(fn, reps: int, warmup: int) -> tuple[dict, str]:
             "sm_mhz": sm_clock_mhz()}, mode
 
 
+def timed_ms(fn, args) -> float:
+    """The median of ``timed`` with the run's repetitions: a part timed alone (floors, host copies)."""
+    return timed(fn, args.reps, args.warmup)[0]["ms"]
+
+
 def sm_clock_mhz() -> int | None:
     """The SM clock now (NVML, through torch), or None where it cannot be read."""
     import torch
@@ -337,14 +342,11 @@ def _floors(x, sw, sw_host, copy_then_op_ms, host_ctas, host_window, args) -> di
 
     from smemkit.offload.gemv import MAX_BATCH, split_linear
 
-    def ms(fn) -> float:
-        return timed(fn, args.reps, args.warmup)[0]["ms"]
-
     out = {"host_copy_then_op_ms": copy_then_op_ms,
-           "hbm_rows_ms": ms(lambda: F.linear(x, sw.hbm)) if sw.n_hbm else 0.0}
+           "hbm_rows_ms": timed_ms(lambda: F.linear(x, sw.hbm), args) if sw.n_hbm else 0.0}
     if x.shape[0] <= MAX_BATCH and sw_host is not None:
-        out["host_kernel_ms"] = ms(lambda: split_linear(x, sw_host, host_ctas=host_ctas,
-                                                        host_window=host_window, path="kernel"))
+        out["host_kernel_ms"] = timed_ms(lambda: split_linear(x, sw_host, host_ctas=host_ctas,
+                                                              host_window=host_window, path="kernel"), args)
     out["floor_ms"] = floor_of(out["hbm_rows_ms"], copy_then_op_ms, out.get("host_kernel_ms"))
     return out
 
@@ -479,9 +481,8 @@ def run(args: argparse.Namespace) -> int:
             host_copy_ms = host_copy_then_op_ms = sw_host = None
             if sw.host_rows:  # the copy engine alone on this host part: the least moving it costs
                 dst = w_copy[n_hbm:]
-                host_copy_ms = timed(lambda dst=dst, sw=sw: dst.copy_(sw.host, non_blocking=True),
-                                     args.reps, args.warmup)[0]["ms"]
-                host_copy_then_op_ms = timed(copy_then_op([(dst, sw.host)]), args.reps, args.warmup)[0]["ms"]
+                host_copy_ms = timed_ms(lambda dst=dst, sw=sw: dst.copy_(sw.host, non_blocking=True), args)
+                host_copy_then_op_ms = timed_ms(copy_then_op([(dst, sw.host)]), args)
                 # the host rows alone, for the kernel path's floor (at r = 1 the weight itself)
                 sw_host = sw if sw.n_hbm == 0 else guarded("the host-only weight", None,
                                                            SplitWeight, sw.host, 1.0)
