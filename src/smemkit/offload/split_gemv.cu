@@ -6,14 +6,14 @@
 //   rows n >= n_hbm come from `w_host` (pinned host memory through its mapped device pointer,
 //   (N - n_hbm) x K, row-major): the kernel reads both tiers at once, no staging buffer.
 //
-// This file combines the two designs measured on the H200 (docs/offload.md, "Run 7"):
-//   HBM rows: the stage-ring design (commit 363b08b): cp.async.cg copies of whole 128-byte lines
-//             of W *and* x into a ring of shared-memory stages, one pipeline per CTA across its
-//             units; it measured 1.5-3x faster than the register design at r = 0.
-//   host rows: the register design of run 6 (ld.global.cs into registers, per-warp groups staged
-//             through shared memory, x fragments from global/L1): 45 GB/s host-only, 1.22x the
-//             ideal at r = 1, where the cp.async ring measured 2.55x and the ring's register
-//             batch mode 1.68x.
+// This file combines the faster of two designs for each tier, both measured on the H200:
+//   HBM rows: the stage-ring design: cp.async.cg copies of whole 128-byte lines of W *and* x
+//             into a ring of shared-memory stages, one pipeline per CTA across its units; it
+//             measured 1.5-3x faster than the register design at r = 0 (commit cb352a7).
+//   host rows: the register design (ld.global.cs into registers, per-warp groups staged through
+//             shared memory, x fragments from global/L1): 45 GB/s host-only, 1.22x the ideal at
+//             r = 1 (commit 8963877), where the cp.async stage ring measured 2.55x and the ring's
+//             register batch mode 1.68x (commit cb352a7).
 //
 // One grid, two roles chosen by block index (never by %smid):
 //   blockIdx.x <  host_ctas   host CTAs (the congestion-controlled set). A unit is one 16-row
@@ -42,10 +42,13 @@
 // Shared layout of a stage: row r (weight rows first, then 8 * NT x rows) at r * 128 B, its 16-byte
 // chunk c at position c ^ 4 * (r & 1): the fragment reads of a quarter warp (rows 2q, 2q + 1,
 // chunks 4s .. 4s + 3) then hit 32 distinct banks, and so do the copies (one row per 8 threads).
-// The role is instruction-bound (Nsight Compute on the H200), so a stage costs as little as it
-// can: each thread's copy pointers are set once per unit, two cursors walk the stage sequence
-// without divisions, and per-slot full / empty mbarriers (no CTA barrier per stage) let the warps
-// drift a stage apart (benchmarks/results/h200/gemv_cursor/, gemv_mbarrier/).
+// The role is instruction-bound (Nsight Compute on the H200: with per-stage divisions it issued
+// 158-160 warp instructions per KB of weight against cuBLAS's 12-19, commit e2fa620), so a stage
+// costs as little as it can: each thread's copy pointers are set once per unit, two cursors walk
+// the stage sequence without divisions, and per-slot full / empty mbarriers (no CTA barrier per
+// stage) let the warps drift a stage apart. The cursors ran 0.67-0.93x the time of per-stage divisions and pointer set-up at
+// r = 0 (commit 7c9d4f1), the mbarriers 0.86-1.00x the time of a CTA barrier per stage at r = 0
+// (commit 377a7d5).
 //
 // Host loads: 16-byte register loads through the mapped pointer (HOST_LOAD). With HOST_STAGE >= 1
 // a warp's group (16 rows x host_steps * 64 B) is loaded chunk-major, so consecutive lanes read
@@ -73,17 +76,19 @@
 // Compile-time choices (defaults build with no defines):
 //   GEMV_DTYPE  0 bf16, 1 fp16 (x, W, bias and y share it)
 //   HOST_LOAD   the host load instruction: 0 ld.global.cs (streaming, evict-first; the load
-//               `smemkit probe` measured at 51 GB/s on pinned memory; default), 1
-//               ld.global.nc.L1::no_allocate, 2 plain ld.global
-//   HOST_STAGE  1 (default, run 6's measured scheme): load a group into registers, wait, store it
-//               to the warp's shared tile, multiply; 0: each thread loads its mma fragments
+//               `smemkit probe` measured at 51 GB/s on pinned memory, benchmarks/results/h200/
+//               probe.json; default), 1 ld.global.nc.L1::no_allocate, 2 plain ld.global
+//   HOST_STAGE  1 (default, the register scheme): load a group into registers, wait, store it to
+//               the warp's shared tile, multiply; 0: each thread loads its mma fragments
 //               directly (64 B per row per instruction, no shared memory); 2: as 1, but the next
 //               group's loads are issued right after the current group is stored, before its
 //               math (the same window, kept full during the multiply; measured as fast as 1 at
-//               r = 1, benchmarks/results/h200/host_bulk/); 3: the
-//               group's 16 rows are brought by the bulk-copy engine (cp.async.bulk, one copy of
+//               r = 1: 51.0 GB/s median at 16 CTAs x 16 KB, commit 0d2a6a5); 3: the group's 16
+//               rows are brought by the bulk-copy engine (cp.async.bulk, one copy of
 //               host_steps * 64 B per row, issued by lanes 0-15, completing on the warp's mbarrier)
-//               straight into the warp's shared tile: no host data passes through registers.
+//               straight into the warp's shared tile: no host data passes through registers
+//               (20.6 GB/s median there, 0.4x the loads: the copy unit keeps fewer host reads
+//               outstanding; commit 0d2a6a5).
 // Kernels: split_gemv_nt1, _nt2, _nt4, _nt8 (NT = batch tiles of 8: B <= 8 * NT).
 #ifndef GEMV_DTYPE
 #define GEMV_DTYPE 0
@@ -379,8 +384,9 @@ struct StageCopies {
 };
 
 // Multiply one stage: warp w takes 16-row tiles (w % MW) * MT .. + MT - 1 (MW = 8 / KWS warps per
-// k-half) and, with KWS = 2, only the k-half w / MW of the stage's 64 k. The HBM role uses KWS = 1
-// (KWS = 2 served the stage-ring host role of commit 363b08b, now replaced).
+// k-half) and, with KWS = 2, only the k-half w / MW of the stage's 64 k. The HBM role uses KWS = 1;
+// KWS = 2 fits a role with fewer rows than warps per k-half (the stage-ring host role of commit
+// 363b08b, which the register host role outran).
 template <int NT, int MT, int KWS, int R>
 __device__ __forceinline__ void compute_stage(float (&acc)[MT][NT][4], const uint4* slot, int B,
                                               int warp, int g, int t) {
@@ -604,7 +610,7 @@ __device__ __forceinline__ void host_bulk_group(uint4* stage, int S, int C, u32 
 }
 #endif
 
-// The host role (run 6's scheme). `stage_base` is the dynamic shared memory (8 warps x 16 rows x S
+// The host role (the register scheme). `stage_base` is the dynamic shared memory (8 warps x 16 rows x S
 // chunks with HOST_STAGE >= 1), `red` the static k-sum buffer.
 template <int NT>
 __device__ __forceinline__ void host_role(const Args& a, uint4* stage_base, float (*red)[NT * 4][32],

@@ -3,9 +3,9 @@
 The warm-up is counted in calls and then in time: after ``warmup`` calls (compilation,
 autotuning, first-touch), the call (with its L2 flush) runs back to back until ``warm_ms``
 (default 25 ms, as triton.testing.do_bench) have passed on the GPU, right before the timed loop.
-Measured on the H200 (benchmarks/results/h200/late_inputs/ab_final/): after the GPU idles (a
-compilation, Python work between measurements) the first few milliseconds of the same graph ran
-about 9 % slower than the rest, so a median over 20-30 short repetitions straddled the two speeds.
+After the GPU idles (a compilation, Python work between measurements) the first few milliseconds
+of the same graph ran about 9 % slower than the rest on the H200, so a median over 20-30 short
+repetitions straddled the two speeds (interleaved A/B sets of 20 graph replays, commit 3fdee49).
 Every caller gets it, autotuning included (its first call at a shape takes about 25 ms more per
 candidate): candidates timed cold would be ranked by when they ran, not by their speed.
 
@@ -13,26 +13,25 @@ Before the back-to-back calls, every L2 line kept with an ``evict_last`` (persis
 back to normal priority (``cuCtxResetPersistingL2Cache`` once queued work is done). Such lines
 outlive the L2 flush below, whose writes have normal priority: smemkit's re-read kernels keep the
 rows they read again that way, so a kernel timed after them on the same inputs found part of them
-in L2. Measured on the H200 (benchmarks/results/h200/run_2026-11-30_tenth/): a regs kernel timed
-after the re-read candidates ran 1-6 % faster than after a cluster kernel, at the same SM clock and
-shared-memory carveout; a read of 32 MB after an evict_last read of it ran 0.90x the time after a
-plain read, 0.99x with the reset. Measured again against an evict_last read of another buffer
-(run_2026-11-30_fifteenth/c8, c9): 0.87-0.92x without the reset, 0.98-1.01x with it (c9); in c8 the
-lars regs kernel at 4K also ran 1.5-1.8 % faster right after a re-read kernel on the same inputs
-than after one on a copy of them. With the reset, the CREDIT calibration's T_B and the head to head
-of the same kernel agree within 2 % at 30 and 29 of 30 points in two runs (before: 2-6 % apart at
-four points, 1.5 % at a fifth). The reset runs once per timed loop: a kernel that keeps its own
-lines with evict_last still finds them in its next repetition (smemkit's re-read kernels: within 1
-% of a reset before every repetition, w3/; torch.compile's, Triton's and smemkit's kernels at five
-reduction points: 0.988-1.007x, run_2026-11-30_fifteenth/c10).
+in L2. Measured on the H200 (commit 75e5a3a): a regs kernel timed after the re-read candidates ran
+1-6 % faster than after a cluster kernel, at the same SM clock and shared-memory carveout; a read
+of 32 MB after an evict_last read of it ran 0.90x the time after a plain read, 0.99x with the
+reset. Against an evict_last read of another buffer (commit 5242e88): 0.87-0.92x without the
+reset, 0.98-1.01x with it, and the lars regs kernel at 4K ran 1.5-1.8 % faster right after a
+re-read kernel on the same inputs than after one on a copy of them. With the reset, the CREDIT
+calibration's T_B and the head to head of the same kernel agree within 2 % at 30 and 29 of 30
+points in two evaluations (without it: 2-6 % apart at four points, 1.5 % at a fifth). The reset
+runs once per timed loop: a kernel that keeps its own lines with evict_last still finds them in
+its next repetition (smemkit's re-read kernels: within 1 % of a reset before every repetition,
+commit 75e5a3a; torch.compile's, Triton's and smemkit's kernels at five reduction points:
+0.988-1.007x, commit 58d2245).
 
 The reset is not free: the offload ring (``smemkit.offload.ring_gemm``: chunked host copies and
 GEMMs on two streams) ran 2-3.5 % slower in processes that reset before each timed loop than in
-processes that did not, alternating (benchmarks/results/h200/run_2026-11-30_fourteenth/a5, a6;
-the whole copy and cuBLAS were unchanged, and setting the persisting-L2 limit back after each
-reset recovered a third of it). So ``reset_persisting_l2=False`` leaves it out, for measurements
-in which nothing keeps L2 lines with evict_last (the offload benchmarks pass it to every timing of
-their process).
+processes that did not, alternating (commit df9f2f1; the whole copy and cuBLAS were unchanged,
+and setting the persisting-L2 limit back after each reset recovered a third of it). So
+``reset_persisting_l2=False`` leaves it out, for measurements in which nothing keeps L2 lines
+with evict_last (the offload benchmarks pass it to every timing of their process).
 
 ``graph=True`` captures one call in a CUDA graph and times its replays, so the host-side cost
 of launching (Python, argument checks) stays out and the GPU time is what is measured.
@@ -40,27 +39,27 @@ of launching (Python, argument checks) stays out and the GPU time is what is mea
 cache warmed by the previous repetition. ``flush_kind="fill"`` (the default) overwrites a buffer
 twice the L2 size (``triton.testing.do_bench`` likewise zeroes a 256 MB buffer); the L2 is then
 full of dirty lines that the timed call writes back to HBM as it evicts them. Measured on the H200
-(benchmarks/results/h200/run_2026-11-30_seventeenth/c1/): a bf16 GEMV over a 117 MB weight ran 42.4 us
-after a fill, 34.0 us after ``flush_kind="read"`` (a sum over a buffer twice the L2 size, which
-leaves clean lines) and 33.2 us with no flush; over 470 MB, 126.4 / 111.4 / 110.7 us. After a fill
-whose lines were then dropped without write-back (``discard.global.L2``: nothing cached, nothing
-owed) the GEMVs ran 34.0 / 113.0 us against 34.1 / 115.9 after the read (c9; 42.6 / 123.8 after the
+(commit 1a9c5e4): a bf16 GEMV over a 117 MB weight ran 42.4 us after a fill, 34.0 us after
+``flush_kind="read"`` (a sum over a buffer twice the L2 size, which leaves clean lines) and
+33.2 us with no flush; over 470 MB, 126.4 / 111.4 / 110.7 us. After a fill whose lines were then
+dropped without write-back (``discard.global.L2``: nothing cached, nothing owed) the GEMVs ran
+34.0 / 113.0 us against 34.1 / 115.9 after the read (commit 73329c1; 42.6 / 123.8 after the
 fill), and a read of three L2s times the same after both (tests/gpu): for ops of at least twice
 the L2 the read flush leaves no write-back behind. Whether it evicts lines a smaller op would
 reuse could not be told by timing: a 32 MB read ran 12.2 us after the read flush, 18.8 after the
-discarded fill and 17.6 unflushed (c9). Comparisons
-between kernels of one workload are made after the same fill (the reduction benchmarks); a time
-held against a bandwidth bound (the offload benchmarks' ideal) uses the read, or it carries up to
-an L2 of write-back that the timed call never caused.
+discarded fill and 17.6 unflushed (commit 73329c1). Comparisons between kernels of one workload
+are made after the same fill (the reduction benchmarks); a time held against a bandwidth bound
+(the offload benchmarks' ideal) uses the read, or it carries up to an L2 of write-back that the
+timed call never caused.
 
 :func:`time_both_modes` times a call both ways (graph replays and launches from Python, each
 L2-flushed) and keeps the faster median: inside benchmarks/reduction.py's process the graph
 replays of several kernels (smemkit's cluster kernels, torch.compile's) measured 5-12 % slower
 than launches of the same kernel on the same data, which carry host overhead on top, while
-alone they matched (benchmarks/results/h200/timing_modes/). Graphs were timed first, right
-after a compilation or capture: the warm-up effect above. With the time-based warm-up the two
-modes agree (graph > 1.03x launch at 6 of 527 benchmark records, 118 before). A launch can only
-add time, so the faster mode stays the better estimate.
+alone they matched (commit d1679d0). Graph replays timed right after a compilation or capture
+meet the warm-up effect above; with the time-based warm-up the two modes agree (graph > 1.03x
+launch at 6 of 527 benchmark records, commit 4ccc825; 118 of 527 without it, commit ec6845a).
+A launch can only add time, so the faster mode stays the better estimate.
 """
 
 from __future__ import annotations
