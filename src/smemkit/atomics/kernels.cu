@@ -269,10 +269,10 @@ ATOM_KERNEL(atom_conflict16, atomk::CONFLICT, 16)
 // whatever the keys (uniform, skewed, one bin). 32 copies per CTA (nbins * 128 B: 32 KB for 256
 // bins), shared by the CTA's warps (lane l of every warp updates copy l, hence still atomics),
 // summed at the end one bin per warp step (32 consecutive words, conflict-free, __reduce_add_sync).
-// PF (hist_lane_pf) adds the second fix the tool pointed at: with the unit no longer saturated the
-// counters showed no busy unit at all (latency-bound: each warp waits for its 16-byte load, then
-// issues its 16 atomics), so the next uint4 is loaded before the current one is counted, keeping
-// two loads per thread in flight. Only the loop's schedule changes; the atomics are LANE's.
+// PF (hist_lane_pf) treats what the counters show of LANE: with the atomic unit not saturated no
+// unit is busy at all (latency-bound: each warp waits for its 16-byte load, then issues its 16
+// atomics), so the next uint4 is loaded before the current one is counted, keeping two loads per
+// thread in flight. Only the loop's schedule changes; the atomics are LANE's.
 namespace histk {
 
 enum Mode { INC = 0, ADD = 1, PRIVATE = 2, AGGREGATE = 3, LANE = 4 };

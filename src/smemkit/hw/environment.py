@@ -45,8 +45,8 @@ def software_versions() -> dict[str, str | None]:
 
 
 # nvidia-smi fields of the device block: the basics, then what tells one lent GPU from another
-# (the H200s the device tool lends ran the same kernels 4-9 % apart: benchmarks/results/h200/
-# store_ab/) and the state it was in when the block was written.
+# (the H200s the device tool lends ran the same kernels 4-9 % apart, commit e63f781) and the state
+# it was in when the block was written.
 SMI_FIELDS = (
     ("driver_version,clocks.sm,clocks.max.sm,clocks.mem,power.limit",
      ("driver", "sm_clock_mhz", "sm_clock_max_mhz", "mem_clock_mhz", "power_limit_w")),

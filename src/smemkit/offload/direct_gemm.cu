@@ -15,8 +15,8 @@
 // crosses PCIe once per cluster, not once per CTA: host memory is not cached in the L2, and a
 // batch of M rows in P = 1 CTAs would read the host part ceil(M / 128) times. With M > 128 P rows,
 // m_groups = ceil(M / (128 P)) cluster groups each read it once.
-// Box sizes, measured (benchmarks/results/h200/run_2026-11-30_eighteenth/c2, c4): 64- and 128-row
-// boxes of 128 B rows reach 51 GB/s from 16 CTAs with or without multicast, 32-row boxes 29-32 GB/s.
+// Box sizes, measured on the H200 (commit 84d716e): 64- and 128-row boxes of 128 B rows reach
+// 51 GB/s from 16 CTAs with or without multicast, 32-row boxes 29-32 GB/s.
 // Boxes reaching past the tensor's last row were slow: 1.8 GB/s with some wholly past it, 3.0 with
 // one partial box in every band of 128 rows, 32 -> 18 GB/s with one in eight bands. So no box is
 // issued wholly past the host rows, and a partial (16-row) box only for a remainder of n_h % 16
@@ -37,9 +37,10 @@
 //             announces the slot's bytes on its `full` barrier and issues the x box (a tensor copy
 //             from the CTA's own x map, which it wrote from the kernel parameters) and its share
 //             of the weight boxes (multicast). The bytes of host reads in flight per cluster are
-//             bounded by the ring: stages x 16 KB (the congestion window). The x tile was first
-//             copied by the producer warp's cp.async (16 B per lane): measured 1.1 us per stage
-//             with no math at all, against 0.67 us for the math with no x copies (c6).
+//             bounded by the ring: stages x 16 KB (the congestion window). The x tile is a
+//             tensor copy too: copied by the producer warp's cp.async (16 B per lane) it took
+//             1.08 us per stage with no math at all, against 0.67 us for the math with no x
+//             copies (H200, commit 84d716e).
 //   math:     warp w takes x rows 64 (w / 4) .. + 63 and weight rows 32 (w % 4) .. + 31 of the
 //             128 x 128 output tile: per 16-k step four ldmatrix.x4 for x, two for the weight, 16
 //             mma.sync.m16n8k16 (fp32 accumulators). When done with a slot, lane 0 arrives on the

@@ -3,7 +3,7 @@ TMA tensor copies, TMA multicast across a cluster) against 16-byte loads (issue 
 measurement and record the comparison").
 
 The split GEMV's own ``host_stage=3`` measured bulk copies of one row's 64-256 B each (16-22 GB/s
-against 51 GB/s for loads, ``benchmarks/results/h200/host_bulk/``); that left open whether larger
+against 51 GB/s for loads on the H200, commit 0d2a6a5); that left open whether larger
 copies, or 2-D tensor copies of the tiles a GEMM wants, reach the link. ``host_paths.cu`` answers
 it without a GEMM around it: each of H CTAs keeps ``stages`` copies of ``chunk`` / tile bytes in
 flight into a shared-memory ring, XORs every word that lands (checked on the host against the

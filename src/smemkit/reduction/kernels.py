@@ -35,8 +35,8 @@ CLUSTER_SIZES = (2, 4, 8, 16)
 # reread_l2: the share of the L2 that the rows in flight may fill with the bytes they read again.
 # Less than all of it: outputs and first-pass loads pass through the L2 too, and the H100/H200 L2
 # is two partitions; more than half, since a row's footprint is counted whole although only part
-# of it is live at once. Swept on the H200 (benchmarks/results/h200/reread_l2_fraction/: 0.35,
-# 0.5, 0.75, 1.0): 0.75 was the fastest at most 32K-64K points and within noise at 8K-16K.
+# of it is live at once. Swept on the H200 (0.35, 0.5, 0.75, 1.0; commit cf7f688): 0.75 was the
+# fastest at most 32K-64K points and within noise at 8K-16K.
 # SMEMKIT_REREAD_L2_FRACTION overrides it for experiments.
 L2_BUDGET_FRACTION = 0.75
 # The looped re-read kernel's builds, (CTAs per SM, whole-vector path), in the order kernel_source
@@ -310,7 +310,8 @@ def _grid(spec: ReductionSpec, variant: Variant, M: int, N: int, device: int, ke
         # Persistent, the rows in flight capped so their re-read bytes stay in L2. (per_row: one
         # CTA per row, the hardware handing each freed slot the next row; no static share of rows
         # per CTA whose last round idles part of the GPU, but no cap on the rows in flight either:
-        # each is faster at some shapes, so both are candidates, benchmarks/results/h200/late_inputs/.)
+        # each is faster at some shapes on the H200 (one CTA per row: lars 16K 4.04 -> 4.22 TB/s;
+        # pearson_bwd 32K 3.71 -> 3.44), so both are candidates, commit 91c4355.)
         return reread_l2_grid(spec, M, N, l2_bytes, resident_clusters(kernel, variant, smem, device))
     return M
 

@@ -100,9 +100,9 @@ def _included_headers(source: str, seen: set[str] | None = None) -> dict[str, st
 # NVRTC 12.9 and newer keep their own cache of compiled programs (on disk, shared by processes); on
 # a hit ptxas does not run and the log has no "ptxas info" lines, so the registers and spills smemkit
 # reads from it go missing. Seen on the H200's NVRTC: a kernel compiled a second time on the same
-# machine, in a fresh smemkit cache, came back with an empty log (benchmarks/results/h200/
-# run_2026-11-30_tenth/w7/diag.log). smemkit caches cubins with their logs itself (runtime.cache),
-# so NVRTC's cache is switched off from that version on (`--no-cache`; nvFuser does the same).
+# machine, in a fresh smemkit cache, came back with an empty log (commit 75e5a3a). smemkit caches
+# cubins with their logs itself (runtime.cache), so NVRTC's cache is switched off from that version
+# on (`--no-cache`; nvFuser does the same).
 NVRTC_CACHE_SINCE = (12, 9)
 
 
