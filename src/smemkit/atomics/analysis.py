@@ -29,8 +29,8 @@ from smemkit.atomics.table import ServiceTable
 from smemkit.errors import InvalidArgumentError
 from smemkit.hw import ncu
 
-# Which microbenchmark stands for each counter class (an assumption until the H200 run maps each
-# op to the counter it increments; see docs/atomics.md).
+# Which microbenchmark stands for each counter class (an assumption: which counter each op
+# increments is not measured; see docs/atomics.md).
 CLASS_VARIANTS = {"alu": "add.int32.noret", "cas": "cas.int32.ret", "atom": "inc.int32.noret"}
 
 

@@ -111,8 +111,9 @@ def serial_throughput(service: float, think_per_sm: float) -> float:
 
     Measured on the H200 (benchmarks/results/h200/atomics.json, the ``think`` validation records,
     which keep both predictions): the closed queue, which lets think work and service overlap,
-    overestimated think-time throughput by up to 32 % at 64 warps; this serial rule came within 6 % there (within 22.5 % everywhere, worst at 8 warps
-    of returning CAS, where the atomic's latency rather than its service matters).
+    overestimated think-time throughput by up to 32 % at 64 warps; this serial rule came within 6 %
+    there (within 22.5 % everywhere, worst at 8 warps of returning CAS, where the atomic's latency
+    rather than its service matters).
     """
     if service <= 0 or think_per_sm < 0:
         raise InvalidArgumentError("service must be > 0 and think time >= 0")

