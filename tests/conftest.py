@@ -1,9 +1,42 @@
-"""Test markers: ``gpu`` tests skip with a reason where no CUDA GPU is visible."""
+"""Test markers (``gpu`` tests skip with a reason where no CUDA GPU is visible) and the kernel
+cache the tests use.
+
+The tests never write into the user's cache: at import, before any test module compiles a kernel,
+``SMEMKIT_CACHE_DIR`` is pointed at a temporary directory of this session (removed at its end),
+unless the caller already set it to somewhere other than the default location (as
+``scripts/gpu-check`` does, so that its later steps reuse the kernels the tests compiled).
+"""
 
 from __future__ import annotations
 
+import os
+import shutil
+import tempfile
+from pathlib import Path
+
 import pytest
 import torch
+
+from smemkit.runtime import cache
+
+
+def _session_cache_dir() -> tuple[Path, bool]:
+    """The cache directory for this session and whether it is a temporary one made here."""
+    chosen = os.environ.get(cache.CACHE_ENV)
+    if chosen:
+        path = Path(chosen).expanduser()
+        if path.resolve() != cache.default_cache_dir().resolve():
+            return path, False
+    return Path(tempfile.mkdtemp(prefix="smemkit-test-cache-")), True
+
+
+SESSION_CACHE_DIR, SESSION_CACHE_IS_TEMPORARY = _session_cache_dir()
+os.environ[cache.CACHE_ENV] = str(SESSION_CACHE_DIR)
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    if SESSION_CACHE_IS_TEMPORARY:
+        shutil.rmtree(SESSION_CACHE_DIR, ignore_errors=True)
 
 
 def _gpu_reason() -> str | None:

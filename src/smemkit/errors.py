@@ -25,6 +25,10 @@ class ToolNotFoundError(SmemkitError, RuntimeError):
     """An NVIDIA command-line tool (cuobjdump, nvdisasm, ncu) is not installed."""
 
 
+class CacheError(SmemkitError, RuntimeError):
+    """The kernel cache's location cannot be used (not a directory, not writable, not smemkit's)."""
+
+
 def is_int(value: object) -> bool:
     """Whether ``value`` is an integer argument: an ``int`` but not a ``bool`` (which Python
     counts as one, so ``True`` would pass for 1)."""

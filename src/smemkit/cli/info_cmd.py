@@ -53,6 +53,7 @@ def profile_table(profiles: dict[str, DeviceProfile], title: str) -> Table:
 
 
 def run(args: argparse.Namespace) -> int:
+    from smemkit.errors import SmemkitError
     from smemkit.hw.environment import software_versions
     from smemkit.runtime import cache
     from smemkit.runtime.device import gpu_available, gpu_info, require_gpu
@@ -72,8 +73,11 @@ def run(args: argparse.Namespace) -> int:
         console.print("  GPU            none visible (kernels need one; models and checks don't)")
     dirs = cuda_include_dirs()
     console.print(f"  CUDA headers   {', '.join(map(str, dirs)) if dirs else 'not found'}")
-    c = cache.info()
-    console.print(f"  kernel cache   {c['path']} ({c['entries']} cubins)")
+    try:
+        c = cache.info()
+        console.print(f"  kernel cache   {c.owned} ({c.entries} kernels, {c.records} records)")
+    except SmemkitError as exc:  # info still reports the rest; compiling would raise the same
+        console.print(f"  kernel cache   unusable: {exc}", markup=False)
     profile, reason = select_profile(args.profile)
     console.print(f"  profile        {profile.name}: {reason}")
     console.print(profile_table(builtin_profiles(), "Embedded device profiles"))

@@ -2,8 +2,8 @@
 
 ``run(..., autotune=True)`` (or ``SMEMKIT_AUTOTUNE=1``) times every legal variant on the call's
 own tensors the first time a (GPU, spec, row class, width) is seen, keeps the fastest, and
-records the timings in ``$SMEMKIT_CACHE_DIR/autotune/<gpu>.json``; later calls (in any process)
-read the record. Rows are grouped by power of two: the waves, not the exact count, decide.
+records the timings in the kernel cache's record ``autotune/<gpu>`` (runtime.cache); later calls
+(in any process) read the record. Rows are grouped by power of two: the waves, not the exact count, decide.
 """
 
 from __future__ import annotations

@@ -99,10 +99,11 @@ def _included_headers(source: str, seen: set[str] | None = None) -> dict[str, st
 
 # NVRTC 12.9 and newer keep their own cache of compiled programs (on disk, shared by processes); on
 # a hit ptxas does not run and the log has no "ptxas info" lines, so the registers and spills smemkit
-# reads from it go missing. Seen on the H200's NVRTC: a kernel compiled a second time on the same
-# machine, in a fresh smemkit cache, came back with an empty log (commit 75e5a3a). smemkit caches
-# cubins with their logs itself (runtime.cache), so NVRTC's cache is switched off from that version
-# on (`--no-cache`; nvFuser does the same).
+# reads from it go missing. On the H200's NVRTC, six reduction kernels compiled a second time on the
+# same machine, each into an empty smemkit cache, came back with logs of 0-239 characters and no
+# ptxas line, against 373-611 characters with their resources the first time (commit 75e5a3a).
+# smemkit caches cubins with their logs itself (runtime.cache), so NVRTC's cache is switched off
+# from that version on (`--no-cache`).
 NVRTC_CACHE_SINCE = (12, 9)
 
 
@@ -187,7 +188,8 @@ def compile_module(
     """Compile ``source`` to a cubin for ``arch``, through the on-disk cache.
 
     ``label`` names the module in errors and in the cache metadata. Raises ``CompileError``
-    with NVRTC's log when the source does not compile.
+    with NVRTC's log when the source does not compile, and ``CacheError`` when the cache
+    location cannot be used (runtime.cache says why smemkit does not compile on without it).
     """
     defines = dict(defines or {})
     key = cache_key(source, arch, defines, ptxas_options)
@@ -210,15 +212,18 @@ def compile_module(
 
 
 def _cached(key: str, label: str, arch: str) -> CompiledModule | None:
-    """The cached module under ``key``, unless there is none or its log lacks ptxas' resource
-    lines: entries stored before NVRTC's own cache was switched off can hold such logs
-    (NVRTC_CACHE_SINCE); they are compiled again."""
+    """The cached module under ``key``, or None for a miss: no entry, one that fails its content
+    check (runtime.cache.load), or one whose log lacks ptxas' resource lines. Entries stored
+    while NVRTC's own cache was on can hold such logs (NVRTC_CACHE_SINCE); every miss is compiled
+    again and its entry replaced."""
     entry = disk_cache.load(key)
     if entry is None:
         return None
-    log = entry.meta.get("log", "")
-    resources = parse_ptxas_log(log)
-    return CompiledModule(label, arch, entry.cubin, log, resources, from_cache=True) if resources else None
+    log = entry.meta.get("log")
+    resources = parse_ptxas_log(log) if isinstance(log, str) else {}
+    if not resources:
+        return None
+    return CompiledModule(label, arch, entry.cubin, log, resources, from_cache=True)
 
 
 def arch_for_capability(major: int, minor: int) -> str:

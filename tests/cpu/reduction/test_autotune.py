@@ -24,7 +24,9 @@ def test_fastest_is_chosen_recorded_and_reused(isolated_cache):
     # same row class (4000 and 3000 both round to 4096): no timing at all
     again = tuned_variant(SPEC, 3000, 65536, "NVIDIA H200", CANDIDATES, lambda v: 1 / 0)
     assert again == first and len(timed) == 3
-    assert cache.clear() == 0 and cache.read_record("autotune/NVIDIA_H200") == {}
+    cleared = cache.clear()
+    assert (cleared.entries, cleared.records) == (0, 1)
+    assert cache.read_record("autotune/NVIDIA_H200") == {}
 
 
 def test_shape_classes_and_spec_fingerprint():
