@@ -30,7 +30,7 @@ from pathlib import Path
 import torch
 
 from smemkit.errors import UnsupportedDeviceError
-from smemkit.hw.environment import device_block
+from smemkit.hw.environment import device_block, provenance
 from smemkit.hw.profile import select_profile
 from smemkit.reduction import BUILTIN, reference
 from smemkit.reduction.api import variant_from_label
@@ -230,8 +230,9 @@ def main() -> int:
     profile, why = select_profile(args.profile)
     records: list[dict] = []
     verdicts: dict = {"model": {}, "ablation": {}}
-    result = {"device": device_block(), "profile": profile.name, "profile_reason": why,
-              "command": " ".join(sys.argv), "records": records}
+    device = device_block()
+    result = {"provenance": provenance(device), "device": device, "profile": profile.name,
+              "profile_reason": why, "records": records}
     for name in args.workloads:
         for N in args.widths:
             record, model, ablation = shape(name, N, profile)

@@ -20,6 +20,8 @@ import sys
 import tempfile
 from pathlib import Path
 
+from smemkit.hw.environment import device_block, provenance
+
 SPELLINGS = (
     "sm__cycles_active.sum",
     "sm__cycles_active.max",
@@ -94,7 +96,9 @@ def main() -> int:
         return 0
     ncu = os.environ.get("NCU", "/usr/local/cuda/bin/ncu")
     module_dir = find_ncu_report_module()
-    result: dict = {"ncu": ncu, "ncu_report_module": module_dir, "spellings": {}}
+    device = device_block()
+    result: dict = {"provenance": provenance(device), "device": device, "ncu": ncu,
+                    "ncu_report_module": module_dir, "spellings": {}}
     with tempfile.TemporaryDirectory() as tmp:
         for spelling in SPELLINGS:
             report = os.path.join(tmp, spelling.replace(".", "_"))

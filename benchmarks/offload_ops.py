@@ -375,7 +375,7 @@ def run(args: argparse.Namespace) -> int:
     import torch
     import torch.nn.functional as F
 
-    from smemkit.hw.environment import device_block
+    from smemkit.hw.environment import device_block, provenance
     from smemkit.hw.profile import select_profile
     from smemkit.offload.cli import parse_shape
     from smemkit.offload.congestion import run_congestion_probe
@@ -398,9 +398,10 @@ def run(args: argparse.Namespace) -> int:
     hw = hardware_from_profile(profile)
     shapes = [parse_shape(s) for s in args.shapes.split(",") if s]
     batches = [int(b) for b in args.batches.split(",") if b]
+    device = device_block()
     doc = {
-        "benchmark": "offload_ops", "status": "running", "command": " ".join(sys.argv),
-        "device": device_block(), "profile": profile.name, "profile_reason": why,
+        "benchmark": "offload_ops", "status": "running", "provenance": provenance(device),
+        "device": device, "profile": profile.name, "profile_reason": why,
         "F_tflops": hw.flops_per_s / 1e12, "F_source": hw.sources.get("F"),
         "methods": {
             "smemkit": "smemkit.offload.split_linear (split_gemv.cu): one kernel, host CTAs read the "
@@ -627,7 +628,7 @@ def sweep(args: argparse.Namespace) -> int:
     import torch
     import torch.nn.functional as F
 
-    from smemkit.hw.environment import device_block
+    from smemkit.hw.environment import device_block, provenance
     from smemkit.hw.profile import select_profile
     from smemkit.offload import gemv
     from smemkit.offload.cli import parse_shape
@@ -641,8 +642,9 @@ def sweep(args: argparse.Namespace) -> int:
     torch.manual_seed(0)
     profile, _why = select_profile()
     hw = hardware_from_profile(profile)
-    doc = {"benchmark": "offload_ops --sweep", "status": "running", "command": " ".join(sys.argv),
-           "device": device_block(), "records": [], "best": []}
+    device = device_block()
+    doc = {"benchmark": "offload_ops --sweep", "status": "running", "provenance": provenance(device),
+           "device": device, "records": [], "best": []}
     results = Results(args.sweep_out, doc)
     links = measure_links(10)
     doc["links"] = links

@@ -29,7 +29,7 @@ from pathlib import Path
 import torch
 
 from smemkit.errors import InvalidArgumentError, UnsupportedDeviceError
-from smemkit.hw.environment import device_block
+from smemkit.hw.environment import device_block, provenance
 from smemkit.reduction import BUILTIN, reference, run
 from smemkit.reduction.eager import EAGER
 from smemkit.reduction.reference import output_errors
@@ -124,7 +124,9 @@ def main() -> int:
     methods = set(args.methods)
     table = baselines(methods)
     records: list[dict] = []
-    result = {"device": device_block(), "commands": [" ".join(sys.argv)], "records": records}
+    device = device_block()
+    result = {"provenance": provenance(device), "device": device, "commands": [" ".join(sys.argv)],
+              "records": records}
     if args.append and args.out.exists():  # records measured again replace the earlier ones
         previous = json.loads(args.out.read_text())
         again = {(n, N, m) for n in args.workloads for N in args.widths for m in methods}

@@ -697,18 +697,18 @@ def main(argv: list[str] | None = None) -> int:
     occ = occupancy_records(arch_calc, modules, random_configs(args.occupancy_configs, args.seed), drv)
     clusters = cluster_records(arch_calc, modules, drv, sm_count) if arch_calc == "sm_90" else []
 
-    from smemkit.hw.environment import device_block
+    from smemkit.hw.environment import device_block, provenance
 
     ncu_info.pop("results", None)
+    device = device_block()
     result = {
         "benchmark": "tiling_validate",
         "issue": 7,
-        "command": " ".join(["python3 benchmarks/tiling_validate.py",
-                             *(argv if argv is not None else sys.argv[1:])]),
+        "provenance": provenance(device, None if argv is None else ["benchmarks/tiling_validate.py", *argv]),
         "dry_run": args.dry_run,
         "arch": args.arch,
         "calculator_arch": arch_calc,
-        "device": device_block(),
+        "device": device,
         "ncu": {**ncu_info, "metric_keys": dict(METRICS)},
         "driver_error": (driver_report or {}).get("error"),
         "baseline": {"kernel": BASELINE_KERNEL, "measured": baseline},
