@@ -59,9 +59,10 @@ def test_provenance_commit_is_in_this_repository(path: Path):
     commit = _provenance(path)["commit"]
     if commit in UNKNOWN:
         pytest.skip(f"{path.name}: commit unknown")
-    found = subprocess.run(["git", "-C", str(ROOT), "cat-file", "-e", f"{commit.removesuffix('-dirty')}^{{commit}}"],
-                           capture_output=True)
-    if found.returncode != 0 and subprocess.run(["git", "-C", str(ROOT), "rev-parse", "--git-dir"],
-                                                capture_output=True).returncode != 0:
+    def git(*args: str) -> int:
+        return subprocess.run(["git", "-C", str(ROOT), *args], capture_output=True).returncode
+
+    found = git("cat-file", "-e", f"{commit.removesuffix('-dirty')}^{{commit}}")
+    if found != 0 and git("rev-parse", "--git-dir") != 0:
         pytest.skip("not a git checkout")
-    assert found.returncode == 0, f"{path.name}: commit {commit} is not in this repository's history"
+    assert found == 0, f"{path.name}: commit {commit} is not in this repository's history"
