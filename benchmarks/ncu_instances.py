@@ -1,7 +1,8 @@
 """Does Nsight Compute keep one value per SM for the counters the atomics model reads?
 
 Issue 6 wants U = X·S per SM from counter instances, not only the ``.sum`` rollup. The CSV export
-with ``--print-metric-instances values`` gave plain rollups for our metrics (run 7). This probe
+with ``--print-metric-instances values`` gave plain rollups for our metrics (the H200 histogram
+report of commit cb352a7). This probe
 profiles one launch of a shared-atomic histogram (``torch.bincount`` on 256 bins) with several
 spellings of the same counters and records, for each, what the report holds: the value, and
 through Nsight Compute's own Python module (``extras/python/ncu_report.py``) the number of

@@ -1,6 +1,6 @@
 """Split decode attention (KV cache split by sequences between HBM and pinned host memory) on the
 current GPU against all-HBM attention, UVA zero-copy and copy-then-HBM (SPEC §2, issue 5 item 5).
-Written before its first GPU run. One command:
+One command:
 
     python benchmarks/offload_attention.py                 # -> benchmarks/results/h200/offload_attention.json
     python benchmarks/offload_attention.py --quick         # batch 8, context 1K and 4K
