@@ -6,7 +6,7 @@ Every call is timed twice with the L2 flushed before each repetition (GPU time f
 CUDA-graph replays (``ms_graph``) and launched from Python each time (``ms_with_launch``, host
 overhead included); ``ms`` is the faster median and ``timing`` says which
 (``smemkit.runtime.timing.time_both_modes``: in this process graph replays of some kernels
-measured 5-12 % slower than their launches on the H200, commit d1679d0).
+measured 3-10 % slower than their launches on the H200, commit f567725).
 Per (workload, M, N): torch eager, torch.compile (default and max-autotune-no-cudagraphs),
 the hand-written autotuned Triton kernel, and every legal smemkit variant (staged, reread,
 cluster P = 2/4/8/16, the prefetch variants, and reread_l2 / reread_l2_t512 — persistent
