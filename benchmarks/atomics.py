@@ -72,7 +72,7 @@ from smemkit.atomics.sass import classify_cubin
 from smemkit.atomics.table import N_GRID, ServiceCurve, ServiceTable, placeholder_table
 from smemkit.errors import ToolNotFoundError
 from smemkit.hw import ncu
-from smemkit.hw.environment import device_block
+from smemkit.hw.environment import device_block, provenance
 from smemkit.runtime.paths import find_tool
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -625,9 +625,9 @@ def main(argv: list[str] | None = None) -> int:
     grid = QUICK_GRID if args.quick else N_GRID
     t0 = time.time()
 
+    device = device_block()
     result: dict = {"status": "measured" if gpu else "dry-run: nothing here is measured",
-                    "generated_by": "python benchmarks/atomics.py" + (" --dry-run" if not gpu else ""),
-                    "device": device_block(), "arch": arch}
+                    "provenance": provenance(device), "device": device, "arch": arch}
     to_build = chosen if args.variants else variants_all
     if not args.skip_compile:
         log(f"compiling {len(to_build)} variants + histograms for {arch}")

@@ -30,7 +30,7 @@ from pathlib import Path
 import torch
 
 from smemkit.errors import UnsupportedDeviceError
-from smemkit.hw.environment import device_block
+from smemkit.hw.environment import device_block, provenance
 from smemkit.hw.profile import select_profile
 from smemkit.reduction import BUILTIN, reference
 from smemkit.reduction.api import variant_from_label
@@ -100,9 +100,9 @@ def head_to_head(spec, prepared, baseline: Variant, P: int,
                  rounds: int = HEAD_TO_HEAD_ROUNDS) -> list[dict]:
     """T_B's kernel and the best cluster kernel timed in alternating rounds (``time_both_modes``
     each): the measured winner of Table V. One timing per kernel, taken in different phases of the
-    run, flipped points decided by < 2.5 % between runs; head to head (run_2026-11-30_ninth/v8/)
-    each such point had one winner in all six rounds, though points within ~1 % still move
-    between processes (v9/)."""
+    run, flipped points decided by < 2.5 % between runs; head to head each such point had one
+    winner in all six rounds (commit 4855f15), though points within ~1 % still move between
+    processes (commit dc37b33)."""
     calls = {"baseline": lambda: launch(spec, baseline, prepared),
              "cluster": lambda: launch(spec, Variant("cluster", P), prepared)}
     out = []
@@ -161,7 +161,7 @@ def summarize(records: list[dict], verdicts: dict, baselines: dict | None) -> di
         summary["geomean_64k"] = geomean_64k(records, table)
         summary["dispatch_vs_best_min"] = dispatch_vs_best_min(records, table)
         summary["baselines_from"] = ("the --baselines reduction.json "
-                                     "(its device block and commands say which run)")
+                                     "(its provenance says which run)")
     return summary
 
 
@@ -230,8 +230,9 @@ def main() -> int:
     profile, why = select_profile(args.profile)
     records: list[dict] = []
     verdicts: dict = {"model": {}, "ablation": {}}
-    result = {"device": device_block(), "profile": profile.name, "profile_reason": why,
-              "command": " ".join(sys.argv), "records": records}
+    device = device_block()
+    result = {"provenance": provenance(device), "device": device, "profile": profile.name,
+              "profile_reason": why, "records": records}
     for name in args.workloads:
         for N in args.widths:
             record, model, ablation = shape(name, N, profile)

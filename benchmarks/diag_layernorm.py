@@ -2,6 +2,8 @@
 
 Times the cluster kernels (P = 8, 16) of layernorm_bwd at N = 64K for M = 2048 and 4096, and of
 the same spec with gamma removed (g = dy), with the timing of benchmarks/reduction.py.
+
+    python benchmarks/diag_layernorm.py [OUT.json]   # -> benchmarks/results/h200/diag_layernorm.json
 """
 
 from __future__ import annotations
@@ -12,6 +14,7 @@ import sys
 
 import torch
 
+from smemkit.hw.environment import device_block, provenance
 from smemkit.reduction import BUILTIN, run
 from smemkit.reduction.workloads import example_inputs
 from smemkit.runtime.timing import time_gpu
@@ -37,8 +40,9 @@ def main() -> None:
                             "eff_tbps": tbps})
                 print(f"{spec.name:24s} M={M} P={P:2d} {timing.median_ms:.3f} ms {tbps:.2f} TB/s")
     if len(sys.argv) > 1:
+        device = device_block()
         with open(sys.argv[1], "w") as f:
-            json.dump(out, f, indent=1)
+            json.dump({"provenance": provenance(device), "device": device, "records": out}, f, indent=1)
 
 
 if __name__ == "__main__":

@@ -21,7 +21,7 @@ import tempfile
 from pathlib import Path
 
 from smemkit.hw import ncu
-from smemkit.hw.environment import device_block
+from smemkit.hw.environment import device_block, provenance
 from smemkit.reduction import BUILTIN, run
 from smemkit.reduction.codegen import Variant, kernel_name
 from smemkit.reduction.workloads import example_inputs
@@ -105,8 +105,9 @@ def main() -> int:
         records = ncu.read_report(report, ncu=exe)
     rows = bytes_per_element(records, args.P)
     args.out.parent.mkdir(parents=True, exist_ok=True)
-    args.out.write_text(json.dumps({"device": device_block(), "command": " ".join(sys.argv),
-                                    "records": rows}, indent=1) + "\n")
+    device = device_block()
+    args.out.write_text(json.dumps({"provenance": provenance(device), "device": device, "records": rows},
+                                   indent=1) + "\n")
     for r in rows:
         got = r["dram_bytes_per_element"]
         bd = r["breakdown"]

@@ -27,7 +27,7 @@ from pathlib import Path
 
 import torch
 
-from smemkit.hw.environment import device_block
+from smemkit.hw.environment import device_block, provenance
 from smemkit.offload.congestion import CongestionProbe
 from smemkit.offload.host_paths import HostPathProbe, PathPoint
 
@@ -69,8 +69,9 @@ def main() -> int:
     parser.add_argument("--host-mib", type=int, default=128)
     args = parser.parse_args()
     methods = set(args.methods.split(","))
-    out: dict = {"device": device_block(), "host_bytes": args.host_mib << 20, "reps": REPS,
-                 "records": []}
+    device = device_block()
+    out: dict = {"provenance": provenance(device), "device": device, "host_bytes": args.host_mib << 20,
+                 "reps": REPS, "records": []}
 
     def save() -> None:
         args.out.parent.mkdir(parents=True, exist_ok=True)

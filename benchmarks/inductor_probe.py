@@ -15,6 +15,7 @@ from pathlib import Path
 
 import torch
 
+from smemkit.hw.environment import device_block, provenance
 from smemkit.reduction import BUILTIN, run
 from smemkit.reduction.eager import EAGER
 from smemkit.reduction.workloads import example_inputs
@@ -41,7 +42,9 @@ def main(out: Path) -> None:
             record[f"{v}_ms"] = timed(lambda spec=spec, t=tensors, s=scalars, kw=kw: run(spec, t, s, **kw))
         results[f"{name}_{M}x{N}"] = record
         print(name, M, N, record, flush=True)
-    (out / "inductor_times.json").write_text(json.dumps(results, indent=1) + "\n")
+    device = device_block()
+    doc = {"provenance": provenance(device), "device": device, "points": results}
+    (out / "inductor_times.json").write_text(json.dumps(doc, indent=1) + "\n")
 
 
 if __name__ == "__main__":

@@ -1,7 +1,8 @@
 """Does Nsight Compute keep one value per SM for the counters the atomics model reads?
 
 Issue 6 wants U = X·S per SM from counter instances, not only the ``.sum`` rollup. The CSV export
-with ``--print-metric-instances values`` gave plain rollups for our metrics (run 7). This probe
+with ``--print-metric-instances values`` gave plain rollups for our metrics (the H200 histogram
+report of commit cb352a7). This probe
 profiles one launch of a shared-atomic histogram (``torch.bincount`` on 256 bins) with several
 spellings of the same counters and records, for each, what the report holds: the value, and
 through Nsight Compute's own Python module (``extras/python/ncu_report.py``) the number of
@@ -19,6 +20,8 @@ import subprocess
 import sys
 import tempfile
 from pathlib import Path
+
+from smemkit.hw.environment import device_block, provenance
 
 SPELLINGS = (
     "sm__cycles_active.sum",
@@ -94,7 +97,9 @@ def main() -> int:
         return 0
     ncu = os.environ.get("NCU", "/usr/local/cuda/bin/ncu")
     module_dir = find_ncu_report_module()
-    result: dict = {"ncu": ncu, "ncu_report_module": module_dir, "spellings": {}}
+    device = device_block()
+    result: dict = {"provenance": provenance(device), "device": device, "ncu": ncu,
+                    "ncu_report_module": module_dir, "spellings": {}}
     with tempfile.TemporaryDirectory() as tmp:
         for spelling in SPELLINGS:
             report = os.path.join(tmp, spelling.replace(".", "_"))

@@ -1,6 +1,6 @@
 """Split decode attention (KV cache split by sequences between HBM and pinned host memory) on the
 current GPU against all-HBM attention, UVA zero-copy and copy-then-HBM (SPEC §2, issue 5 item 5).
-Written before its first GPU run. One command:
+One command:
 
     python benchmarks/offload_attention.py                 # -> benchmarks/results/h200/offload_attention.json
     python benchmarks/offload_attention.py --quick         # batch 8, context 1K and 4K
@@ -143,7 +143,7 @@ def reference(q, k, v, slab: int = 4):
 def run(args: argparse.Namespace) -> int:
     import torch
 
-    from smemkit.hw.environment import device_block
+    from smemkit.hw.environment import device_block, provenance
     from smemkit.offload.attention import (
         HOST_WINDOW_UNIT,
         SplitKVCache,
@@ -162,8 +162,9 @@ def run(args: argparse.Namespace) -> int:
     dtype = torch.bfloat16
     h_q, h_kv, d = args.q_heads, args.kv_heads, 128
     group = h_q // h_kv
-    doc = {"benchmark": "offload_attention", "status": "running", "command": " ".join(sys.argv),
-           "device": device_block(), "torch": torch.__version__, "dtype": "bfloat16",
+    device = device_block()
+    doc = {"benchmark": "offload_attention", "status": "running", "provenance": provenance(device),
+           "device": device, "torch": torch.__version__, "dtype": "bfloat16",
            "heads": {"q": h_q, "kv": h_kv, "head_dim": d},
            "methods": {m: None for m in METHODS}, "records": [],
            "timing": "time_gpu(graph=True, flush_l2=True, flush_kind='read', reset_persisting_l2=False), "

@@ -29,9 +29,9 @@ Steps (records are written to --out after each one, so a timeout keeps what was 
      cublas_hbm        torch.nn.functional.linear on the whole weight in HBM (the upper bound),
                        timed at every point after smemkit (and the path auto did not take, where
                        that is timed too): dense GEMMs at batch 512 run below the top SM clock, and
-                       one call moved 10-20 % between rounds (benchmarks/results/h200/
-                       run_2026-11-30_fourteenth/a7), so each point is compared with a cuBLAS
-                       timed moments apart (before: timed once per batch at r = 0)
+                       one call moved 10-20 % between rounds (8192x28672: 306-368 us with the
+                       SM clock at 1350-1980 MHz, commit eb6986e), so each point is compared with
+                       a cuBLAS timed moments apart
      uva               UVA zero-copy as vLLM's CPU offload does it: cuBLAS (F.linear) on the HBM rows
                        and cuBLAS on a CUDA tensor aliasing the pinned host rows (read in place
                        over PCIe), outputs concatenated; where torch refuses the aliasing tensor,
@@ -47,7 +47,8 @@ Steps (records are written to --out after each one, so a timeout keeps what was 
    host_copy_ms (the copy engine alone on this point's host rows, timed as the methods, once per
    shape and ratio) and ideal_copy_ms = max(host_copy_ms, (1 - r) W / B_g, C / F), the ideal with
    the copy of this host part in place of r W / B_h (B_h is a 1 GiB copy's rate, which a copy of a
-   few MB does not reach: benchmarks/results/h200/run_2026-11-30_seventeenth/c15), and
+   few MB does not reach: the copy alone took 1.21-1.29x the ideal at r* of the 117 MB weights,
+   commit d846a0b), and
    ms_over_ideal_copy. The smemkit record of such a point also carries each path's parts timed
    alone (``_floors``): hbm_rows_ms (cuBLAS on the HBM rows), host_copy_then_op_ms (the copy, then
    a 1-element op waiting for it on the caller's stream), host_kernel_ms (batch <= 64: the split
@@ -259,7 +260,7 @@ def _rel_err(fn, ref, ref_norm: float, batch: int, n_out: int) -> float:
 
 def _compare_host_paths(doc, results, x, sw, host_ctas, host_window, args, wbytes, batch) -> None:
     """All rows on the host: the default (ld.global.cs groups staged through shared memory,
-    host_stage=1, run 6's scheme), fragments loaded directly (host_stage=0), the staged path with
+    host_stage=1), fragments loaded directly (host_stage=0), the staged path with
     the next group prefetched before the math (host_stage=2), groups bulk-copied into shared memory
     by the copy engine (cp.async.bulk, host_stage=3), and ld.global.nc instead of .cs (host_load=1),
     as GB/s of weight; stored under "host_path_comparison"."""
@@ -290,7 +291,7 @@ def copy_then_op(pairs):
     """A call that copies each (HBM destination, pinned source) pair on a side stream, then runs a
     1-element op on the caller's stream that waits for them: the least any path that computes on
     copied host data (the ring, copy_then_cublas) adds to the copy (6-10 us over the copy alone in
-    a graph, benchmarks/results/h200/run_2026-11-30_nineteenth/c1)."""
+    a graph on the H200, commit 4eef3ec)."""
     import torch
 
     side = torch.cuda.Stream()
@@ -375,7 +376,7 @@ def run(args: argparse.Namespace) -> int:
     import torch
     import torch.nn.functional as F
 
-    from smemkit.hw.environment import device_block
+    from smemkit.hw.environment import device_block, provenance
     from smemkit.hw.profile import select_profile
     from smemkit.offload.cli import parse_shape
     from smemkit.offload.congestion import run_congestion_probe
@@ -398,9 +399,10 @@ def run(args: argparse.Namespace) -> int:
     hw = hardware_from_profile(profile)
     shapes = [parse_shape(s) for s in args.shapes.split(",") if s]
     batches = [int(b) for b in args.batches.split(",") if b]
+    device = device_block()
     doc = {
-        "benchmark": "offload_ops", "status": "running", "command": " ".join(sys.argv),
-        "device": device_block(), "profile": profile.name, "profile_reason": why,
+        "benchmark": "offload_ops", "status": "running", "provenance": provenance(device),
+        "device": device, "profile": profile.name, "profile_reason": why,
         "F_tflops": hw.flops_per_s / 1e12, "F_source": hw.sources.get("F"),
         "methods": {
             "smemkit": "smemkit.offload.split_linear (split_gemv.cu): one kernel, host CTAs read the "
@@ -627,7 +629,7 @@ def sweep(args: argparse.Namespace) -> int:
     import torch
     import torch.nn.functional as F
 
-    from smemkit.hw.environment import device_block
+    from smemkit.hw.environment import device_block, provenance
     from smemkit.hw.profile import select_profile
     from smemkit.offload import gemv
     from smemkit.offload.cli import parse_shape
@@ -641,14 +643,15 @@ def sweep(args: argparse.Namespace) -> int:
     torch.manual_seed(0)
     profile, _why = select_profile()
     hw = hardware_from_profile(profile)
-    doc = {"benchmark": "offload_ops --sweep", "status": "running", "command": " ".join(sys.argv),
-           "device": device_block(), "records": [], "best": []}
+    device = device_block()
+    doc = {"benchmark": "offload_ops --sweep", "status": "running", "provenance": provenance(device),
+           "device": device, "records": [], "best": []}
     results = Results(args.sweep_out, doc)
     links = measure_links(10)
     doc["links"] = links
     b_h, b_g = links["B_h_bytes_per_s"], links["B_g_bytes_per_s"]
     log(f"sweep: B_h {links['B_h_gbps']:.1f} GB/s, B_g {links['B_g_tbps']:.3f} TB/s")
-    hc0, hw0 = 8, 16384  # the congestion probe's choice on the H200 (run 6)
+    hc0, hw0 = 8, 16384  # the congestion probe's choice on the H200 (commit 8963877)
     doc["default_host"] = {"host_ctas": hc0, "host_window": hw0}
     shapes = [parse_shape(sh) for sh in args.sweep_shapes.split(",") if sh]
     stopped = False

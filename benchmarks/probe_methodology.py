@@ -14,6 +14,7 @@ from pathlib import Path
 
 import torch
 
+from smemkit.hw.environment import device_block, provenance
 from smemkit.hw.probe import spread_smem_bytes
 from smemkit.runtime.device import gpu_info
 from smemkit.runtime.launch import KernelModule
@@ -29,7 +30,8 @@ def main() -> None:
     barrier = module.function("barrier_variants", ("ptr", "i32", "i32"))
     reader = module.function("local_read_volatile", ("ptr", "i32"))
     out = torch.zeros(4, dtype=torch.int64, device="cuda")
-    result: dict = {"trials": TRIALS}
+    device = device_block()
+    result: dict = {"provenance": provenance(device), "device": device, "trials": TRIALS}
     for mode, label in ((0, "barrier_cycles_cooperative_groups"), (1, "barrier_cycles_smemkit_ptx")):
         samples = []
         for _ in range(TRIALS):
@@ -43,7 +45,7 @@ def main() -> None:
         torch.cuda.synchronize()
         samples.append(256 * ITERS * 4 / out[0].item())
     result["local_read_bpc_volatile_cpp"] = statistics.median(samples)
-    print(json.dumps(result, indent=1))
+    print(json.dumps({k: v for k, v in result.items() if k not in ("provenance", "device")}, indent=1))
     if len(sys.argv) > 1:
         Path(sys.argv[1]).write_text(json.dumps(result, indent=1) + "\n")
 

@@ -6,7 +6,7 @@ Every call is timed twice with the L2 flushed before each repetition (GPU time f
 CUDA-graph replays (``ms_graph``) and launched from Python each time (``ms_with_launch``, host
 overhead included); ``ms`` is the faster median and ``timing`` says which
 (``smemkit.runtime.timing.time_both_modes``: in this process graph replays of some kernels
-measured 5-12 % slower than their launches, benchmarks/results/h200/timing_modes/).
+measured 3-10 % slower than their launches on the H200, commit f567725).
 Per (workload, M, N): torch eager, torch.compile (default and max-autotune-no-cudagraphs),
 the hand-written autotuned Triton kernel, and every legal smemkit variant (staged, reread,
 cluster P = 2/4/8/16, the prefetch variants, and reread_l2 / reread_l2_t512 — persistent
@@ -29,7 +29,7 @@ from pathlib import Path
 import torch
 
 from smemkit.errors import InvalidArgumentError, UnsupportedDeviceError
-from smemkit.hw.environment import device_block
+from smemkit.hw.environment import device_block, provenance
 from smemkit.reduction import BUILTIN, reference, run
 from smemkit.reduction.eager import EAGER
 from smemkit.reduction.reference import output_errors
@@ -124,7 +124,9 @@ def main() -> int:
     methods = set(args.methods)
     table = baselines(methods)
     records: list[dict] = []
-    result = {"device": device_block(), "commands": [" ".join(sys.argv)], "records": records}
+    device = device_block()
+    result = {"provenance": provenance(device), "device": device, "commands": [" ".join(sys.argv)],
+              "records": records}
     if args.append and args.out.exists():  # records measured again replace the earlier ones
         previous = json.loads(args.out.read_text())
         again = {(n, N, m) for n in args.workloads for N in args.widths for m in methods}

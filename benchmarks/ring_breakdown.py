@@ -20,7 +20,7 @@ from pathlib import Path
 import torch
 import torch.nn.functional as F
 
-from smemkit.hw.environment import device_block
+from smemkit.hw.environment import device_block, provenance
 from smemkit.offload.gemv import split_linear
 from smemkit.offload.pinned import SplitWeight
 from smemkit.offload.ring_gemm import host_chunks
@@ -85,8 +85,9 @@ def main() -> int:
                   f"host-chunk {r['host_chunk_gemm_ms']:.3f} copy {r['chunk_copy_ms']:.3f} "
                   f"copy|gemm {r['chunk_copy_under_gemm_ms']:.3f}", flush=True)
     args.out.parent.mkdir(parents=True, exist_ok=True)
-    args.out.write_text(json.dumps({"device": device_block(), "batch": BATCH, "records": records},
-                                   indent=1) + "\n")
+    device = device_block()
+    args.out.write_text(json.dumps({"provenance": provenance(device), "device": device, "batch": BATCH,
+                                    "records": records}, indent=1) + "\n")
     return 0
 
 

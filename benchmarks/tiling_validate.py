@@ -93,7 +93,7 @@ REG_TARGETS = (16, 24, 32, 40, 48, 56, 64, 72, 80, 96, 112, 128, 168, 200, 232, 
 THREAD_CHOICES = (32, 64, 96, 128, 160, 192, 256, 288, 384, 512, 640, 768, 1024)
 CLUSTER_SIZES = (1, 2, 4, 8, 16)
 # (threads, register target, dynamic smem bytes) for the cluster records. The GPC partition in
-# smemkit.tiling.occupancy was fitted to the first six (H200 run 3); the rest are held out.
+# smemkit.tiling.occupancy was fitted to the first six on the H200; the rest are held out.
 CLUSTER_CONFIGS = ((128, 32, 0), (256, 64, 48 * 1024), (512, 32, 100 * 1024), (1024, 32, 0),
                    (256, 128, 20 * 1024), (192, 40, 150 * 1024))
 CLUSTER_HELD_OUT = ((64, 32, 0), (128, 32, 16 * 1024), (96, 48, 4 * 1024), (384, 40, 30 * 1024),
@@ -697,18 +697,18 @@ def main(argv: list[str] | None = None) -> int:
     occ = occupancy_records(arch_calc, modules, random_configs(args.occupancy_configs, args.seed), drv)
     clusters = cluster_records(arch_calc, modules, drv, sm_count) if arch_calc == "sm_90" else []
 
-    from smemkit.hw.environment import device_block
+    from smemkit.hw.environment import device_block, provenance
 
     ncu_info.pop("results", None)
+    device = device_block()
     result = {
         "benchmark": "tiling_validate",
         "issue": 7,
-        "command": " ".join(["python3 benchmarks/tiling_validate.py",
-                             *(argv if argv is not None else sys.argv[1:])]),
+        "provenance": provenance(device, None if argv is None else ["benchmarks/tiling_validate.py", *argv]),
         "dry_run": args.dry_run,
         "arch": args.arch,
         "calculator_arch": arch_calc,
-        "device": device_block(),
+        "device": device,
         "ncu": {**ncu_info, "metric_keys": dict(METRICS)},
         "driver_error": (driver_report or {}).get("error"),
         "baseline": {"kernel": BASELINE_KERNEL, "measured": baseline},

@@ -686,13 +686,14 @@ def main(argv: list[str] | None = None) -> int:
                                       None if gpu is None else gpu[v.name], measured))
     add_deltas(records)
 
-    from smemkit.hw.environment import device_block
+    from smemkit.hw.environment import device_block, provenance
 
+    device = device_block()
     result = {
         "benchmark": "tiling_worked_example", "issue": 7,
-        "command": " ".join(["python3 benchmarks/tiling_worked_example.py",
-                             *(argv if argv is not None else sys.argv[1:])]),
-        "dry_run": args.dry_run, "arch": args.arch, "device": device_block(),
+        "provenance": provenance(device,
+                                 None if argv is None else ["benchmarks/tiling_worked_example.py", *argv]),
+        "dry_run": args.dry_run, "arch": args.arch, "device": device,
         "kernel_file": str(KERNEL_PATH.relative_to(HERE.parent)),
         "problem": {"M": problem.M, "N": problem.N, "K": problem.K, "dtype": "fp32", "BM": BM,
                     "BN": BN, "BK": BK, "TN": TN, "block": list(BLOCK), "grid": list(problem.grid),

@@ -119,8 +119,9 @@ class FakeProgram:
                                                (None, False)])
 def test_nvrtcs_own_cache_is_switched_off_from_12_9(monkeypatch, version, expected):
     """NVRTC 12.9 and newer cache compiled programs themselves; on their hits ptxas does not run
-    and the log has no resource lines (on the H200: a second compile of a kernel on the machine,
-    benchmarks/results/h200/run_2026-11-30_tenth/w7/diag.log), so smemkit passes --no-cache."""
+    and the log has no resource lines (on the H200 a second compile of a kernel on the same
+    machine, in a fresh smemkit cache, came back with an empty log: commit 75e5a3a), so smemkit
+    passes --no-cache."""
     import cuda.core
 
     from smemkit.runtime import compiler

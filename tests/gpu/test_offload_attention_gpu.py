@@ -1,4 +1,4 @@
-"""The split decode attention on a GPU (skipped without one). Written before its first GPU run.
+"""The split decode attention on a GPU (skipped without one).
 
 Against a float64 reference (relative norm error, outputs poisoned with NaN first) at r in
 {0, 0.5, 1} with awkward lengths (0, 1, 7, 1000, L) and L not a multiple of the chunk; GQA group

@@ -133,9 +133,10 @@ def test_both_host_read_paths(host_stage, host_window, n, k, batch):
 
 @pytest.mark.parametrize("host_stage", [0, 1, 2, 3])
 def test_every_planned_launch_fits_the_driver(host_stage):
-    """Run 7's failures: static + dynamic shared memory just above 48 KB with dynamic <= 48 KB
-    (nt1 + a 32 KB window, nt8 + 8-16 KB) got occupancy 0 because the dynamic-size attribute was
-    only raised above 48 KB. Every plan the planner makes must now get slots from the driver."""
+    """Static + dynamic shared memory just above 48 KB with dynamic <= 48 KB (nt1 + a 32 KB window,
+    nt8 + 8-16 KB) gets occupancy 0 unless the dynamic-size attribute is raised below 48 KB too
+    (three such launches failed on the H200: commit cb352a7). Every plan the planner makes must
+    get slots from the driver."""
     from smemkit.runtime.device import gpu_info
 
     sms = gpu_info(0).sm_count

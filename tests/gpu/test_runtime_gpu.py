@@ -169,9 +169,9 @@ def test_a_timing_does_not_find_data_an_earlier_kernel_kept_in_l2():
     """Lines loaded with an evict_last policy outlive the L2 flush (its writes have normal
     priority); time_gpu returns them to normal priority first, so a 32 MB read times the same after
     an evict_last read of its own buffer as after one of another buffer. Without the reset the
-    ratio measured 0.87-0.92 on the H200, with it 0.98-1.01 (benchmarks/results/h200/
-    run_2026-11-30_fifteenth/c8, c9). Graph replays: timed as launches in a fresh process, this
-    ratio moved 0.55-4.7 between rounds (c4, c5), which had made the test flaky."""
+    ratio measured 0.87-0.92 on the H200, with it 0.98-1.01 (commit 5242e88). The reads are timed
+    as graph replays: timed as launches, a 15 us read measures host latency, and the ratio moved
+    0.61-4.7 between rounds in fresh processes (same commit)."""
     if gpu_info(0).capability < (8, 0):
         pytest.skip("L2 cache-eviction policies (createpolicy) need compute capability 8.0")
     ratios = keep_ratios()
@@ -213,10 +213,10 @@ def test_the_read_flush_leaves_no_dirty_lines():
     """flush_kind="read" (the offload benchmarks) leaves a read of three L2s no slower than after a
     fill whose lines were discarded (it owes no write-back), while after the default fill the same
     read carries the write-back (runtime.timing's docstring; 117 MB GEMV: 42.6 us after a fill,
-    34.1 after the read flush, 34.0 after fill + discard, benchmarks/results/h200/
-    run_2026-11-30_seventeenth/c9; this read: 56.6-56.8 / 48.3-48.4 / 48.0-48.2 us, c11). A read
-    this large reuses nothing between repetitions, so the test does not tell whether the flush
-    evicts lines a smaller op would reuse (timing could not, c9)."""
+    34.1 after the read flush, 34.0 after fill + discard; this test's read: 56.6-56.8 /
+    48.3-48.4 / 48.0-48.2 us; both on the H200, commit 73329c1). A read this large reuses nothing
+    between repetitions, so the test does not tell whether the flush evicts lines a smaller op
+    would reuse (the GEMV timing could not tell either)."""
     if gpu_info(0).capability < (8, 0):
         pytest.skip("discard.global.L2 needs compute capability 8.0")
     t = flush_times()

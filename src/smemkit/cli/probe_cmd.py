@@ -49,13 +49,14 @@ def comparison_table(measured: dict, paper: dict[str, dict]) -> Table:
 
 
 def run(args: argparse.Namespace) -> int:
-    from smemkit.hw.environment import device_block
+    from smemkit.hw.environment import device_block, provenance
     from smemkit.hw.probe import paper_reference, run_probe
 
     console = Console()
     with console.status("probing") as status:
         result = run_probe(args.trials, progress=lambda msg: status.update(f"probing: {msg}"))
     result["device"] = device_block()
+    result["provenance"] = provenance(result["device"])
     result["paper"] = paper_reference()
     profile = result["profile"]
     console.print(comparison_table(profile["dsmem"], result["paper"]))

@@ -1,10 +1,16 @@
-"""The ``device`` block every results file carries: GPU, driver, clocks and software versions."""
+"""The ``device`` block every results file carries: GPU, driver, clocks and software versions;
+and the ``provenance`` block that says which commit, command and time made the file."""
 
 from __future__ import annotations
 
 import platform
+import shlex
 import shutil
 import subprocess
+import sys
+from collections.abc import Sequence
+from datetime import datetime, timezone
+from pathlib import Path
 
 import torch
 
@@ -75,3 +81,45 @@ def device_block() -> dict:
             fields = [f.strip() for f in smi.split(",")]
             block.update(dict(zip(keys, fields, strict=False)))
     return block
+
+
+# The keys of a results file's top-level ``provenance`` block (tests/cpu/test_results_provenance.py
+# checks every file under benchmarks/results/h200 for them).
+PROVENANCE_KEYS = ("commit", "date", "command", "gpu", "driver", "clocks", "software")
+CLOCK_KEYS = ("sm_clock_mhz", "sm_clock_max_mhz", "mem_clock_mhz")
+
+
+def git_commit() -> str | None:
+    """The short commit of the git checkout smemkit is imported from, with ``-dirty`` when its
+    tracked files differ from that commit (a copied tree whose git metadata is stale reads as
+    dirty, not as the stale commit); None when smemkit is not imported from a checkout."""
+    here = Path(__file__).resolve().parent
+    exe = shutil.which("git")
+    if not exe:
+        return None
+    try:
+        head = subprocess.run([exe, "-C", str(here), "rev-parse", "--short", "HEAD"],
+                              capture_output=True, text=True, timeout=20, check=True).stdout.strip()
+        dirty = subprocess.run([exe, "-C", str(here), "status", "--porcelain", "--untracked-files=no"],
+                               capture_output=True, text=True, timeout=60, check=True).stdout.strip()
+    except (OSError, subprocess.SubprocessError):
+        return None
+    if not head:
+        return None
+    return f"{head}-dirty" if dirty else head
+
+
+def provenance(device: dict, argv: Sequence[str] | None = None) -> dict:
+    """The ``provenance`` block of a results file: commit (:func:`git_commit`), UTC time, the
+    command line (``argv``, the script first; default ``sys.argv``), and the GPU, driver, clocks
+    and software versions of ``device`` (the file's :func:`device_block`, passed in so that
+    nvidia-smi is asked once)."""
+    return {
+        "commit": git_commit(),
+        "date": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+        "command": shlex.join([Path(sys.executable).name, *(sys.argv if argv is None else argv)]),
+        "gpu": device.get("gpu"),
+        "driver": device.get("driver"),
+        "clocks": {key: device.get(key) for key in CLOCK_KEYS},
+        "software": device.get("software"),
+    }

@@ -129,7 +129,8 @@ def test_regimes_and_launch_order(bench):
     assert all(r.n_keys == bench.HIST_DRY_N for r in bench.hist_regimes(None, gpu=False))
     plan = bench.hist_plan(regimes)
     assert len(plan) == len(regimes) * len(bench.HIST_INPUTS) * len(bench.HIST_KERNELS)
-    # the first report's order (DRAM regime: input-major, then kernels) stays the prefix
+    # the DRAM regime's order (input-major, then kernels) stays the prefix, so a report of that
+    # regime alone lines up with the start of a full one
     first = [(i, k) for i in bench.HIST_INPUTS for k in bench.HIST_KERNELS]
     head = len(first)
     assert [(i, k) for _, i, k in plan[:head]] == first and {r.name for r, _, _ in plan[:head]} == {"dram"}

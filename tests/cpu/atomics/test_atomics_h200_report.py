@@ -4,7 +4,7 @@ verdicts the H200 run recorded (benchmarks/results/h200/atomics.json), with no G
 The report and the results file come from the same run: after a new H200 run, copy
 benchmarks/results/h200/atomics_hist_ncu.csv to tests/data/atomics_hist_ncu.csv. Launches are
 found by (regime, input, kernel) from the results file, not by position, so the test holds for
-the first report (12 launches, DRAM regime only, no "regime" key) and for later ones.
+a report of the DRAM regime alone (12 launches, no "regime" key) and for one with the L2 regimes.
 """
 
 import json

@@ -65,7 +65,7 @@ def test_summary_counts_each_target_over_its_own_points():
 
 
 def test_summary_of_the_recorded_run_matches_the_docs():
-    """benchmarks/results/h200/offload_ops.json (nineteenth session, c2; docs/offload.md)."""
+    """benchmarks/results/h200/offload_ops.json (docs/offload.md)."""
     doc = json.loads((ROOT / "benchmarks" / "results" / "h200" / "offload_ops.json").read_text())
     s = _bench().summary(doc["records"])
     assert s == doc["summary"]  # what the run wrote is what the records give
@@ -78,7 +78,7 @@ def test_summary_of_the_recorded_run_matches_the_docs():
 
 
 def test_attention_summary_of_the_recorded_run_matches_the_docs():
-    """benchmarks/results/h200/offload_attention.json (nineteenth session, c3; docs/offload.md)."""
+    """benchmarks/results/h200/offload_attention.json (docs/offload.md)."""
     doc = json.loads((ROOT / "benchmarks" / "results" / "h200" / "offload_attention.json").read_text())
     s = _bench("offload_attention").summary(doc["records"])
     assert s == doc["summary"]

@@ -136,7 +136,7 @@ def _pt(h, w, gbps, drop):
 
 
 def test_split_gemv_takes_the_most_host_ctas_within_the_drop_limit():
-    """The H200 probe (run of 2026-11-30): 8 and 16 CTAs reach 51 GB/s at 16 KB, 16 with a 1.8 %
+    """Points of the H200 congestion probe: 8 and 16 CTAs reach 51 GB/s at 16 KB, 16 with a 1.8 %
     HBM drop; 32 CTAs are over the issue's bound of 16 host readers."""
     pts = [_pt(8, 16384, 51.3, 0.010), _pt(16, 16384, 50.9, 0.018), _pt(32, 16384, 51.1, 0.018),
            _pt(16, 8192, 51.1, 0.017), _pt(4, 16384, 37.8, 0.010)]
@@ -149,13 +149,14 @@ def test_split_gemv_takes_the_most_host_ctas_within_the_drop_limit():
 
 
 def test_h200_probe_runs_pick_the_same_window_despite_noise():
-    """Two H200 probe runs (2026-11-30): the drops are noise-level (one run measured negative
-    drops at 32 CTAs); both must pick 8 x 16 KB, and the split GEMV 16 x 16 KB."""
-    run2 = [_pt(8, 8192, 39.3, 0.012), _pt(8, 16384, 51.3, 0.010), _pt(16, 8192, 51.1, 0.017),
+    """Two H200 congestion probes (their points added in commit 659b93b): the drops are
+    noise-level (one probe measured negative drops at 32 CTAs); both must pick 8 x 16 KB, and the
+    split GEMV 16 x 16 KB."""
+    probe_a = [_pt(8, 8192, 39.3, 0.012), _pt(8, 16384, 51.3, 0.010), _pt(16, 8192, 51.1, 0.017),
             _pt(16, 16384, 50.9, 0.018), _pt(32, 4096, 51.3, 0.008), _pt(32, 8192, 50.9, 0.010)]
-    run3 = [_pt(8, 8192, 41.4, 0.011), _pt(8, 16384, 51.4, 0.008), _pt(16, 8192, 51.3, 0.006),
+    probe_b = [_pt(8, 8192, 41.4, 0.011), _pt(8, 16384, 51.4, 0.008), _pt(16, 8192, 51.3, 0.006),
             _pt(16, 16384, 51.1, 0.008), _pt(32, 4096, 51.3, -0.007), _pt(32, 8192, 51.1, -0.012)]
-    for pts in (run2, run3):
+    for pts in (probe_a, probe_b):
         choice = C.choose_window(pts)
         assert (choice["host_ctas"], choice["window_bytes"]) == (8, 16384)
         assert C.split_host_ctas(pts, choice) == 16

@@ -50,7 +50,7 @@ def test_auto_path_against_hand_computed_times():
     b_g, b_h = 4.0e12, 50e9
     # host 5 MB: 100 us; HBM 100 MB: 25 us. kernel max(109, 35) = 109 < ring max(115, 25) = 115
     assert auto_path(1, 100_000_000, 5_000_000, b_g, b_h) == "kernel"
-    # host 10 MB: 200 us. kernel 218 > ring 215 (with the earlier 25 us the kernel: 218 < 225)
+    # host 10 MB: 200 us. kernel 218 > ring 215, decided by the ring's 15 us (25 us would pick the kernel)
     assert auto_path(1, 100_000_000, 10_000_000, b_g, b_h) == "ring"
     # host 30 MB: 600 us. kernel 654 > ring 615
     assert auto_path(8, 100_000_000, 30_000_000, b_g, b_h) == "ring"

@@ -171,7 +171,7 @@ def test_a_single_read_baseline_saves_only_its_stall_with_few_ctas_per_sm(varian
 @pytest.mark.parametrize(("variant", "units"), [("reread", 3.0), ("reread_t512", 6.0), ("reread_l2", 3.0),
                                                 ("reread_l2_t512", 3.0), ("reread_l2_rows", 3.0)])
 def test_one_cta_per_row_reread_baselines_count_256_thread_units(variant, units):
-    """reread / reread_t512 count like staged and regs (sixteenth session); reread_l2's persistent
+    """reread / reread_t512 count in 256-thread units like staged and regs; reread_l2's persistent
     CTAs stay CTAs. Three CTAs per SM each."""
     from smemkit.reduction.cost_model import stall_units
 

@@ -53,13 +53,11 @@ def test_h200_table_covers_the_30_points():
 
 
 def test_h200_accuracy_on_the_embedded_table():
-    """The shipped model on the embedded H200 run (credit_eval.json of 2026-11-30, seventeenth
-    session, c2: T_B timed after the persisting-L2 reset, the measured winner by a head to head;
-    the first run with the looped re-read kernel's whole-vector paths, so lars 4K's T_B is
-    reread_t512 at three CTAs per SM, counted in 256-thread units since the sixteenth session;
-    the twelfth session's y8, embedded before, also scored 29 and 16): 29 of 30 right, the
-    ablation 16. The miss: pearson_bwd 8K (cluster 2.7 % slower, predicted to pay, as in every run
-    since the tenth session)."""
+    """The shipped model on the embedded H200 table (the inputs of
+    benchmarks/results/h200/credit_eval.json: T_B timed after the persisting-L2 reset, the
+    measured winner by a head to head; lars 4K's T_B is reread_t512 with its whole-vector path
+    at three CTAs per SM, counted in 256-thread units): 29 of 30 right, the ablation 16. The
+    miss: pearson_bwd 8K (cluster 2.7 % slower, predicted to pay)."""
     profile = builtin_profiles()["h200_sxm"]
     right, wrong, ablation = 0, [], 0
     for p in h200_smemkit():
@@ -74,7 +72,7 @@ def test_h200_accuracy_on_the_embedded_table():
 
 
 def test_lars_4k_stays_unprofitable_with_the_paired_reread_t512(monkeypatch):
-    """The embedded lars-4K point (run_2026-11-30_seventeenth/c2): T_B's kernel is reread_t512 with
+    """The embedded lars-4K point (benchmarks/results/h200/credit_eval.json): T_B's kernel is reread_t512 with
     its whole-vector path, three 512-thread CTAs per SM, and P = 2 measured 4.9 % slower in the
     head to head. Counted as CTAs, three would credit a stall and predict P = 2 to pay (+1.2 us);
     in 256-thread units (six) the model says no, as measured."""
@@ -109,7 +107,7 @@ def test_dispatch_follows_the_model_on_the_embedded_table():
 
 
 def test_dispatch_at_4k_runs_the_fastest_kernel_the_table_timed(monkeypatch):
-    """Concrete picks of the embedded H200 table at 4K (run_2026-11-30_seventeenth/c2), Triton
+    """Concrete picks of the embedded H200 table at 4K (benchmarks/results/h200/credit_eval.json), Triton
     installed: smemkit's Triton kernel where it was timed faster than every CUDA kernel, else the
     fastest CUDA one."""
     import importlib.util

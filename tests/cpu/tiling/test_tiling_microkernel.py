@@ -199,6 +199,8 @@ def test_dry_run_writes_complete_records(isolated_cache, tmp_path):
     assert _script().main(["--dry-run", "--out", str(out), "--occupancy-configs", "50"]) == 0
     data = json.loads(out.read_text())
     assert data["dry_run"] is True and "software" in data["device"]
+    assert "benchmarks/tiling_validate.py --dry-run" in data["provenance"]["command"]
+    assert data["provenance"]["software"] == data["device"]["software"]
     assert len(data["patterns"]) == len(validation_suite()) >= 30
     for rec in data["patterns"]:
         for key in ("pattern", "predicted_wavefronts", "measured_wavefronts", "instructions",

@@ -175,6 +175,8 @@ def test_dry_run_writes_complete_json(isolated_cache, twe, tmp_path):
 
     data = json.loads(out.read_text(), parse_constant=no_constants)
     assert data["dry_run"] is True and data["issue"] == 7 and "software" in data["device"]
+    command = data["provenance"]["command"]
+    assert command.endswith(f"benchmarks/tiling_worked_example.py --dry-run --out {out} --size 512")
     assert data["problem"]["ctas"] == 8 * 16 and data["problem"]["ktiles"] == 16
     assert data["advisor"]["padding"]["summary"] == "pad 4 elements"
     assert data["advisor"]["swizzles"][0]["summary"] == "Swizzle(3,2,3)"
