@@ -6,7 +6,8 @@ Times torch.compile (default) next to smemkit's best non-cluster kernels (and, a
 4096 x 16384, the cluster kernel at P = 4) at lars 4096 x 16384 and 4096 x 4096 and layernorm_bwd
 2048 x 4096 (CUDA-graph replays, L2 flushed, median of 30) and
 writes OUT_DIR/inductor_times.json; with the environment above, Inductor's Triton source lands in
-DIR to be read (docs/status.md says what it showed).
+DIR to be read. On the H200 (benchmarks/results/h200/inductor_times.json) torch.compile took
+0.318 ms at lars 4096 x 16384, against 0.334 for reread_l2 and 0.325 for the cluster kernel.
 """
 
 import json

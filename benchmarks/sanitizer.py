@@ -673,7 +673,7 @@ def sanitizer_command(exe: str, tool: str, child: list[str]) -> list[str]:
 
 
 def run_logged(cmd: list[str], log: Path, timeout: float) -> tuple[int | None, float]:
-    """Run ``cmd`` in its own session with output to ``log``; on timeout kill that session."""
+    """Run ``cmd`` as a new process group with output to ``log``; on timeout kill the whole group."""
     start = time.perf_counter()
     with open(log, "w") as f:
         proc = subprocess.Popen(cmd, stdout=f, stderr=subprocess.STDOUT, start_new_session=True)

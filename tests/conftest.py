@@ -2,7 +2,7 @@
 cache the tests use.
 
 The tests never write into the user's cache: at import, before any test module compiles a kernel,
-``SMEMKIT_CACHE_DIR`` is pointed at a temporary directory of this session (removed at its end),
+``SMEMKIT_CACHE_DIR`` is pointed at a temporary directory made for the test run (removed at its end),
 unless the caller already set it to somewhere other than the default location (as
 ``scripts/gpu-check`` does, so that its later steps reuse the kernels the tests compiled).
 """
@@ -21,7 +21,7 @@ from smemkit.runtime import cache
 
 
 def _session_cache_dir() -> tuple[Path, bool]:
-    """The cache directory for this session and whether it is a temporary one made here."""
+    """The cache directory for the test run and whether it is a temporary one made here."""
     chosen = os.environ.get(cache.CACHE_ENV)
     if chosen:
         path = Path(chosen).expanduser()
