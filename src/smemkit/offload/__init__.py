@@ -10,6 +10,9 @@ probe that picks how many
 CTAs read host memory with how many bytes in flight
 (``run_congestion_probe``, ``choose_window``). The GPU pieces import torch and the CUDA runtime
 lazily (``smemkit.offload.X`` imports them on first use), so the planner stays torch-free.
+Hugging Face models (the ``hf`` extra): ``offload_model`` / ``load_offloaded`` plan a decoder's own
+ops, split its linears and give it a ``BatchSplitCache`` for ``generate``; ``model_config_from_source``
+reads a model for the planner from a built-in name, a config.json or a checkpoint directory.
 """
 
 import importlib

@@ -166,6 +166,8 @@ def check_model(model: nn.Module) -> tuple[ModelConfig, torch.dtype]:
         raise InvalidArgumentError("OPT with word_embed_proj_dim != hidden_size (project_in/out layers) is "
                                    "not supported: the planner has no op for those projections")
     linears = [(n, m) for n, m in model.named_modules() if isinstance(m, nn.Linear)]
+    if not linears:
+        raise InvalidArgumentError("the model has no nn.Linear modules to offload (already offloaded?)")
     dtypes = {m.weight.dtype for _, m in linears}
     if len(dtypes) != 1 or not dtypes <= set(HALF_DTYPES):
         raise InvalidArgumentError(
@@ -218,13 +220,15 @@ def map_linears(model: nn.Module, ops: list[Op], dtype_bytes: int) -> dict[str, 
     return by_op
 
 
-def host_rows_at_least(n_rows: int, ratio: float, tile: int = TILE_ROWS) -> int:
-    """The fewest host rows >= ``ratio * n_rows`` the split allows (0, N, or N minus whole tiles)."""
+def host_rows_at_least(n_rows: int, ratio: float) -> int:
+    """The fewest host rows >= ``ratio * n_rows`` (less a relative 1e-12 for rounding) that the
+    split allows: 0, N, or N minus whole tiles. ``host_rows_for_ratio(n_rows, rows / n_rows)``
+    gives the same count back, so a ``SplitWeight`` built at that ratio holds exactly these rows."""
     target = ratio * n_rows * (1 - 1e-12)
     if target <= 0:
         return 0
-    rows = n_rows - max(0, math.floor((n_rows - target) / tile)) * tile
-    if tile == TILE_ROWS and host_rows_for_ratio(n_rows, rows / n_rows) != rows:
+    rows = n_rows - max(0, math.floor((n_rows - target) / TILE_ROWS)) * TILE_ROWS
+    if host_rows_for_ratio(n_rows, rows / n_rows) != rows:
         raise AssertionError(f"{rows} host rows of {n_rows} is not a split SplitWeight makes")
     return rows
 
