@@ -23,6 +23,7 @@ transformers = pytest.importorskip("transformers")
 
 from smemkit.offload import OffloadedLinear, OffloadFitError, load_offloaded, offload_model  # noqa: E402
 from smemkit.offload.hf_layout import FIXED_WORKSPACE_BYTES, op_of_linear  # noqa: E402
+from smemkit.offload.hf_model import plan_layout  # noqa: E402
 from smemkit.offload.placement import GpuPlacement  # noqa: E402
 
 pytestmark = pytest.mark.gpu
@@ -87,7 +88,7 @@ def assert_greedy_matches(ref, got) -> int:
     return parted
 
 
-def assert_offloaded(off, ratio: float) -> None:
+def assert_offloaded(off, ratio: float | None) -> None:
     for split in off.layout.linears:
         module = off.model.get_submodule(split.name)
         assert isinstance(module, OffloadedLinear), split.name
@@ -95,7 +96,9 @@ def assert_offloaded(off, ratio: float) -> None:
         assert module.split_weight.host.is_pinned()
     assert not any(isinstance(m, nn.Linear) for n, m in off.model.named_modules() if op_of_linear(n))
     layer = off.kv_cache.layers[0]
-    assert layer.k_hbm.is_cuda and layer.split.host_seqs == round(ratio * BATCH)
+    assert layer.k_hbm.is_cuda
+    if ratio is not None:
+        assert layer.split.host_seqs == round(ratio * BATCH)
     if layer.split.host_seqs:
         assert layer.k_host.is_pinned()
 
@@ -123,18 +126,26 @@ def test_generate_matches_the_all_hbm_model(arch, ratio):
     off.free()
 
 
-@pytest.mark.parametrize("arch", ["llama", "opt"])
-def test_loader_builds_the_offloaded_model_from_a_checkpoint(tmp_path, arch):
+@pytest.mark.parametrize(("arch", "mode"), [("llama", "ratio"), ("opt", "budget")])
+def test_loader_builds_the_offloaded_model_from_a_checkpoint(tmp_path, arch, mode):
     cpu_model = tiny(arch)
     cpu_model.save_pretrained(tmp_path, safe_serialization=True)
     state = {k: v.clone() for k, v in cpu_model.state_dict().items()}
+    options, budget = dict(ratio=0.5), None
+    if mode == "budget":  # half of the planned bytes fit beside what must stay in HBM
+        full = plan_layout(cpu_model, ratio=0.0, batch=BATCH, max_seq_len=MAX_SEQ)
+        planned = full.weight_hbm_bytes + full.kv_hbm_bytes
+        budget = full.other_hbm_bytes + full.workspace_bytes + planned // 2
+        options = dict(gpu_mem_gib=budget / 2**30)
     ref = cpu_model.cuda()
     before = settled_memory()
-    off = load_offloaded(tmp_path, ratio=0.5, batch=BATCH, max_seq_len=MAX_SEQ)
+    off = load_offloaded(tmp_path, batch=BATCH, max_seq_len=MAX_SEQ, **options)
     torch.cuda.synchronize()
     grown = torch.cuda.memory_allocated() - before
     assert off.hbm_bytes <= grown <= off.hbm_bytes + FIXED_WORKSPACE_BYTES
-    assert_offloaded(off, 0.5)
+    if budget is not None:
+        assert off.hbm_bytes + off.workspace_bytes <= budget and grown <= budget
+    assert_offloaded(off, 0.5 if mode == "ratio" else None)
     for split in off.layout.linears:
         weight = state.get(f"{split.name}.weight")
         if weight is None:  # a tied LM head is stored under the embedding's name

@@ -283,9 +283,7 @@ def _place_embedding(model: nn.Module, source: TensorSource, layout: OffloadLayo
     padding = getattr(old, "padding_idx", None)
     if layout.tied_embedding:
         split = model.get_submodule(head_name).split_weight
-        new = SplitEmbedding(split.hbm, split.host, padding)
-        if f"{layout.embedding}.weight" in source.names() and isinstance(source, ModuleTensors):
-            source.get(f"{layout.embedding}.weight")  # drop the alias so the old table can be freed
+        new = SplitEmbedding(split.hbm, split.host, padding)  # the table was read once, as the head
     else:
         weight = source.get(f"{layout.embedding}.weight")
         host = placement.pinned_empty(tuple(weight.shape), layout.dtype)
