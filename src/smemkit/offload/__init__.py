@@ -10,6 +10,9 @@ probe that picks how many
 CTAs read host memory with how many bytes in flight
 (``run_congestion_probe``, ``choose_window``). The GPU pieces import torch and the CUDA runtime
 lazily (``smemkit.offload.X`` imports them on first use), so the planner stays torch-free.
+Hugging Face models (the ``hf`` extra): ``offload_model`` / ``load_offloaded`` plan a decoder's own
+ops, split its linears and give it a ``BatchSplitCache`` for ``generate``; ``model_config_from_source``
+reads a model for the planner from a built-in name, a config.json or a checkpoint directory.
 """
 
 import importlib
@@ -43,6 +46,8 @@ __all__ = [
     "plan_attention", "plan_launch", "required_offload_bytes", "run_congestion_probe", "split_linear",
     "total_bytes",
     "turning_points", "uniform_plan",
+    "BatchSplitCache", "CpuPlacement", "GpuPlacement", "OffloadFitError", "OffloadedModel",
+    "host_seqs_for_ratio", "load_offloaded", "model_config_from_source", "offload_model",
 ]
 
 # name -> submodule, imported on first access (PEP 562): these need torch.
@@ -54,6 +59,10 @@ _LAZY = {
     "PinnedBuffer": "pinned", "PinnedMemoryError": "pinned", "SplitWeight": "pinned",
     "host_rows_for_ratio": "pinned",
     "SplitKVCache": "attention", "split_decode_attention": "attention", "plan_attention": "attention",
+    "host_seqs_for_ratio": "attention",
+    "OffloadedModel": "hf_model", "offload_model": "hf_model", "load_offloaded": "hf_checkpoint",
+    "BatchSplitCache": "hf_cache", "OffloadFitError": "hf_layout", "CpuPlacement": "placement",
+    "GpuPlacement": "placement", "model_config_from_source": "model_source",
 }
 
 

@@ -1,0 +1,128 @@
+"""Build an offloaded model straight from a safetensors checkpoint, never holding all of it at once.
+
+``load_offloaded(directory, gpu_mem_gib=... | ratio=..., batch=..., max_seq_len=...)`` reads
+config.json, builds the model's skeleton on the meta device (no memory), lays out and checks the
+plan exactly as ``offload_model`` does, then reads the checkpoint one tensor at a time
+(``safe_open(...).get_tensor``): a split linear's weight goes into its HBM rows and pinned rows,
+anything else onto the device, and the tensor read from the file is dropped before the next is
+read. Pageable host memory therefore peaks at about one tensor (two while a float32 tensor is
+converted to the model's dtype), and HBM holds only what the plan puts there.
+
+Shards are found through ``model.safetensors.index.json`` when present, else every
+``*.safetensors`` file of the directory; tensor names may omit the model's base prefix
+(``decoder.layers.0...`` for ``model.decoder.layers.0...``), as older OPT checkpoints do.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from pathlib import Path
+
+import torch
+
+from smemkit.errors import InvalidArgumentError
+from smemkit.offload.hf_model import OffloadedModel, offload_from_source, plan_layout
+from smemkit.offload.model_source import CONFIG_NAME, checkpoint_files
+from smemkit.offload.placement import GpuPlacement, Placement
+
+GIB = 2**30
+HALF_DTYPES = (torch.bfloat16, torch.float16)
+
+
+class SafetensorsCheckpoint:
+    """The tensors of a checkpoint directory by name, each read from its shard on request.
+
+    ``prefix`` is the model's base prefix (``"model"``): a name the files lack is looked up
+    without it. Use as a context manager (or call ``close``) to release the open shards.
+    """
+
+    def __init__(self, directory: str | Path, prefix: str = "") -> None:
+        from safetensors import safe_open
+
+        self._stack = contextlib.ExitStack()
+        self._where: dict[str, object] = {}
+        self._prefix = f"{prefix}." if prefix else ""
+        for path in checkpoint_files(directory):
+            try:
+                handle = self._stack.enter_context(safe_open(str(path), framework="pt", device="cpu"))
+            except Exception as exc:  # safetensors raises its own error types for a bad file
+                self._stack.close()
+                raise InvalidArgumentError(f"{path}: cannot open as safetensors: {exc}") from exc
+            for name in handle.keys():  # noqa: SIM118 (a safetensors handle, not a dict)
+                if name in self._where:
+                    self._stack.close()
+                    raise InvalidArgumentError(
+                        f"tensor '{name}' appears in more than one shard of {directory}")
+                self._where[name] = handle
+        self._names = set(self._where)
+        if self._prefix:
+            self._names |= {self._prefix + n for n in self._where if not n.startswith(self._prefix)}
+
+    def _key(self, name: str) -> str:
+        if name in self._where:
+            return name
+        if self._prefix and name.startswith(self._prefix) and name[len(self._prefix):] in self._where:
+            return name[len(self._prefix):]
+        raise InvalidArgumentError(f"the checkpoint has no tensor '{name}'")
+
+    def names(self) -> set[str]:
+        """Every name ``get`` answers (file names, and file names with the prefix added)."""
+        return self._names
+
+    def get(self, name: str) -> torch.Tensor:
+        key = self._key(name)
+        return self._where[key].get_tensor(key)
+
+    def close(self) -> None:
+        self._stack.close()
+
+    def __enter__(self) -> SafetensorsCheckpoint:
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+
+def _model_dtype(config, dtype: torch.dtype | None) -> torch.dtype:
+    if dtype is not None:
+        if dtype not in HALF_DTYPES:
+            raise InvalidArgumentError(f"dtype must be torch.bfloat16 or torch.float16, got {dtype}")
+        return dtype
+    declared = getattr(config, "dtype", None)
+    return declared if declared in HALF_DTYPES else torch.bfloat16
+
+
+def meta_skeleton(directory: str | Path, dtype: torch.dtype | None = None) -> torch.nn.Module:
+    """The checkpoint's model built on the meta device in ``dtype`` (default: the checkpoint's
+    when it is bf16/fp16, else bf16): every shape and name, no memory. No hub access."""
+    from transformers import AutoConfig, AutoModelForCausalLM
+
+    root = Path(directory)
+    if not (root / CONFIG_NAME).is_file():
+        raise InvalidArgumentError(f"{root} is not a checkpoint directory: it has no {CONFIG_NAME}")
+    config = AutoConfig.from_pretrained(str(root), local_files_only=True)
+    with torch.device("meta"):
+        model = AutoModelForCausalLM.from_config(config, dtype=_model_dtype(config, dtype))
+    return model.eval()
+
+
+def load_offloaded(directory: str | Path, *, gpu_mem_gib: float | None = None, ratio: float | None = None,
+                   plan: str | None = None, batch: int, max_seq_len: int, profile: str | None = None,
+                   dtype: torch.dtype | None = None, workspace_gib: float | None = None,
+                   placement: Placement | None = None,
+                   checkpoint: SafetensorsCheckpoint | None = None) -> OffloadedModel:
+    """An offloaded model built from a safetensors checkpoint directory (config.json + shards).
+
+    The options are ``offload_model``'s; ``dtype`` is the model's (bf16/fp16; tensors of another
+    dtype are converted one at a time). ``checkpoint`` replaces the reader (tests count its reads).
+    The plan is checked against the device before the first tensor is read.
+    """
+    model = meta_skeleton(directory, dtype)
+    layout = plan_layout(model, gpu_mem_gib=gpu_mem_gib, ratio=ratio, plan=plan, batch=batch,
+                         max_seq_len=max_seq_len, profile=profile, workspace_gib=workspace_gib)
+    placement = placement or GpuPlacement()
+    budget = None if gpu_mem_gib is None else int(gpu_mem_gib * GIB)
+    if checkpoint is not None:
+        return offload_from_source(model, checkpoint, layout, placement, gpu_budget=budget)
+    with SafetensorsCheckpoint(directory, prefix=getattr(model, "base_model_prefix", "")) as reader:
+        return offload_from_source(model, reader, layout, placement, gpu_budget=budget)

@@ -1,0 +1,172 @@
+"""Offloaded Hugging Face models on a GPU (skipped without one). Written before its first GPU run.
+
+Tiny random Llama, Qwen3 (tied embedding), OPT (biases, tied) and Mistral models in bf16: the
+model offloaded by ``offload_model`` (``OffloadedLinear`` weights, KV sequences and embedding rows
+in pinned memory) or built by ``load_offloaded`` from a checkpoint written here, against the same
+model all in HBM, 32 greedy tokens each. The split kernels add in another order than cuBLAS, so
+logits may differ in their last bf16 bits; tokens must be equal except where a sequence parts
+from the reference at a near-tie: a step where the reference's own logits put the two tokens
+closer than that step's measured logit error. Every step up to there must agree within bf16
+tolerance. Then the HBM the offloaded model takes, and the fit errors before anything moves.
+"""
+
+from __future__ import annotations
+
+import copy
+import gc
+
+import pytest
+import torch
+from torch import nn
+
+transformers = pytest.importorskip("transformers")
+
+from smemkit.offload import OffloadedLinear, OffloadFitError, load_offloaded, offload_model  # noqa: E402
+from smemkit.offload.hf_layout import FIXED_WORKSPACE_BYTES, op_of_linear  # noqa: E402
+from smemkit.offload.hf_model import plan_layout  # noqa: E402
+from smemkit.offload.placement import GpuPlacement  # noqa: E402
+
+pytestmark = pytest.mark.gpu
+
+COMMON = dict(vocab_size=512, hidden_size=64, num_hidden_layers=2, max_position_embeddings=128)
+GQA = dict(intermediate_size=256, num_attention_heads=4, num_key_value_heads=2, head_dim=32)
+CONFIGS = {
+    "llama": lambda: transformers.LlamaConfig(**COMMON, **GQA),
+    "qwen3": lambda: transformers.Qwen3Config(**COMMON, **GQA, tie_word_embeddings=True),
+    "opt": lambda: transformers.OPTConfig(**COMMON, ffn_dim=256, num_attention_heads=4,
+                                          word_embed_proj_dim=64),
+    "mistral": lambda: transformers.MistralConfig(**COMMON, **GQA),
+}
+BATCH, PROMPT, NEW = 8, 8, 32
+MAX_SEQ = PROMPT + NEW
+RTOL, ATOL = 2e-2, 1e-3  # per step: max |logit error| <= ATOL + RTOL * max |reference logit|
+
+
+def settled_memory() -> int:
+    """Allocated HBM once earlier tests' objects are gone (a collection could free them mid-test)."""
+    gc.collect()
+    torch.cuda.synchronize()
+    return torch.cuda.memory_allocated()
+
+
+def tiny(arch: str) -> nn.Module:
+    torch.manual_seed(0)
+    return transformers.AutoModelForCausalLM.from_config(CONFIGS[arch](), dtype=torch.bfloat16).eval()
+
+
+def prompts() -> torch.Tensor:
+    g = torch.Generator().manual_seed(1)
+    return torch.randint(0, COMMON["vocab_size"], (BATCH, PROMPT), generator=g).cuda()
+
+
+def run_greedy(generate, ids):
+    return generate(ids, attention_mask=torch.ones_like(ids), max_new_tokens=NEW, min_new_tokens=NEW,
+                    do_sample=False, output_logits=True, return_dict_in_generate=True)
+
+
+def assert_greedy_matches(ref, got) -> int:
+    """Compare two greedy runs as the module docstring says; returns how many sequences parted."""
+    ref_tokens, got_tokens = ref.sequences[:, PROMPT:], got.sequences[:, PROMPT:]
+    ref_logits = torch.stack(ref.logits, 1).float()
+    got_logits = torch.stack(got.logits, 1).float()
+    assert ref_tokens.shape == got_tokens.shape == (BATCH, NEW)
+    parted = 0
+    for b in range(BATCH):
+        differ = (ref_tokens[b] != got_tokens[b]).nonzero()
+        stop = int(differ[0]) if len(differ) else NEW
+        steps = min(stop + 1, NEW)  # the logits of step `stop` still follow an identical prefix
+        r, g = ref_logits[b, :steps], got_logits[b, :steps]
+        err = (g - r).abs().amax(-1)
+        bound = ATOL + RTOL * r.abs().amax(-1)
+        assert (err <= bound).all(), f"sequence {b}: logit error {err.max():.4g} exceeds {bound.min():.4g}"
+        if stop < NEW:
+            margin = r[stop, ref_tokens[b, stop]] - r[stop, got_tokens[b, stop]]
+            assert margin <= 2 * err[stop] + 1e-6, (
+                f"sequence {b} parts from the reference at step {stop} although the reference preferred "
+                f"its token by {margin:.4g}, more than twice the step's logit error {err[stop]:.4g}")
+            parted += 1
+    return parted
+
+
+def assert_offloaded(off, ratio: float | None) -> None:
+    for split in off.layout.linears:
+        module = off.model.get_submodule(split.name)
+        assert isinstance(module, OffloadedLinear), split.name
+        assert module.split_weight.host_rows == split.host_rows > 0
+        assert module.split_weight.host.is_pinned()
+    assert not any(isinstance(m, nn.Linear) for n, m in off.model.named_modules() if op_of_linear(n))
+    layer = off.kv_cache.layers[0]
+    assert layer.k_hbm.is_cuda
+    if ratio is not None:
+        assert layer.split.host_seqs == round(ratio * BATCH)
+    if layer.split.host_seqs:
+        assert layer.k_host.is_pinned()
+
+
+@pytest.mark.parametrize("arch", sorted(CONFIGS))
+@pytest.mark.parametrize("ratio", [0.1, 0.5])
+def test_generate_matches_the_all_hbm_model(arch, ratio):
+    cpu_model = tiny(arch)
+    ref = copy.deepcopy(cpu_model).cuda()
+    ids = prompts()
+    want = run_greedy(ref.generate, ids)
+    model = cpu_model if ratio < 0.5 else cpu_model.cuda()  # offload from host memory, and from HBM
+    before = settled_memory()
+    off = offload_model(model, ratio=ratio, batch=BATCH, max_seq_len=MAX_SEQ)
+    torch.cuda.synchronize()
+    assert_offloaded(off, ratio)
+    if ratio < 0.5:  # the model came from host memory: HBM grew by what the layout says, plus workspaces
+        grown = torch.cuda.memory_allocated() - before
+        assert off.hbm_bytes <= grown <= off.hbm_bytes + FIXED_WORKSPACE_BYTES
+    got = run_greedy(off.generate, ids)
+    parted = assert_greedy_matches(want, got)
+    print(f"{arch} r={ratio}: {parted} of {BATCH} sequences parted at a near-tie")
+    again = run_greedy(off.generate, ids)  # the cache is emptied between calls
+    assert torch.equal(again.sequences, got.sequences)
+    off.free()
+
+
+@pytest.mark.parametrize(("arch", "mode"), [("llama", "ratio"), ("opt", "budget")])
+def test_loader_builds_the_offloaded_model_from_a_checkpoint(tmp_path, arch, mode):
+    cpu_model = tiny(arch)
+    cpu_model.save_pretrained(tmp_path, safe_serialization=True)
+    state = {k: v.clone() for k, v in cpu_model.state_dict().items()}
+    options, budget = dict(ratio=0.5), None
+    if mode == "budget":  # half of the planned bytes fit beside what must stay in HBM
+        full = plan_layout(cpu_model, ratio=0.0, batch=BATCH, max_seq_len=MAX_SEQ)
+        planned = full.weight_hbm_bytes + full.kv_hbm_bytes
+        budget = full.other_hbm_bytes + full.workspace_bytes + planned // 2
+        options = dict(gpu_mem_gib=budget / 2**30)
+    ref = cpu_model.cuda()
+    before = settled_memory()
+    off = load_offloaded(tmp_path, batch=BATCH, max_seq_len=MAX_SEQ, **options)
+    torch.cuda.synchronize()
+    grown = torch.cuda.memory_allocated() - before
+    assert off.hbm_bytes <= grown <= off.hbm_bytes + FIXED_WORKSPACE_BYTES
+    if budget is not None:
+        assert off.hbm_bytes + off.workspace_bytes <= budget and grown <= budget
+    assert_offloaded(off, 0.5 if mode == "ratio" else None)
+    for split in off.layout.linears:
+        weight = state.get(f"{split.name}.weight")
+        if weight is None:  # a tied LM head is stored under the embedding's name
+            weight = next(v for k, v in state.items() if k.endswith("embed_tokens.weight"))
+        assert torch.equal(off.model.get_submodule(split.name).split_weight.to_dense().cpu(), weight)
+    ids = prompts()
+    assert_greedy_matches(run_greedy(ref.generate, ids), run_greedy(off.generate, ids))
+    off.free()
+
+
+def test_fit_errors_come_before_anything_moves(monkeypatch):
+    model = tiny("llama")
+    before = settled_memory()
+    with pytest.raises(OffloadFitError, match="GPU budget.*missing"):
+        offload_model(model, gpu_mem_gib=1e-5, batch=BATCH, max_seq_len=MAX_SEQ)
+    monkeypatch.setattr(GpuPlacement, "pinned_free_bytes", lambda self: 1000)
+    with pytest.raises(OffloadFitError, match="pinned host memory.*missing"):
+        offload_model(model, ratio=0.5, batch=BATCH, max_seq_len=MAX_SEQ)
+    monkeypatch.setattr(GpuPlacement, "hbm_free_bytes", lambda self: 0)
+    with pytest.raises(OffloadFitError, match="free HBM.*missing"):
+        offload_model(model, ratio=0.0, batch=BATCH, max_seq_len=MAX_SEQ)
+    assert torch.cuda.memory_allocated() == before
+    assert all(isinstance(m, nn.Linear) for n, m in model.named_modules() if op_of_linear(n))
+    assert all(p.device.type == "cpu" for p in model.parameters())
