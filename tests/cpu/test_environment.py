@@ -12,11 +12,13 @@ from smemkit.hw import environment
 
 @pytest.fixture
 def fake_gpu(monkeypatch):
+    import torch
+
     props = SimpleNamespace(name="NVIDIA H200", major=9, minor=0, multi_processor_count=132,
                             total_memory=150_000_000_000)
-    monkeypatch.setattr(environment.torch.cuda, "is_available", lambda: True)
-    monkeypatch.setattr(environment.torch.cuda, "current_device", lambda: 0)
-    monkeypatch.setattr(environment.torch.cuda, "get_device_properties", lambda index: props)
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
+    monkeypatch.setattr(torch.cuda, "current_device", lambda: 0)
+    monkeypatch.setattr(torch.cuda, "get_device_properties", lambda index: props)
 
 
 def test_device_block_has_the_identity_and_state_of_the_gpu(monkeypatch, fake_gpu):

@@ -12,7 +12,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from smemkit.errors import InvalidArgumentError
-from smemkit.offload import gemv
+from smemkit.offload import gemv, split_rule
 from smemkit.offload.congestion import choose_window, run_congestion_probe
 from smemkit.offload.gemv import OffloadedLinear, split_linear
 from smemkit.offload.pinned import PinnedBuffer, SplitWeight
@@ -228,8 +228,8 @@ def test_ring_path_matches_float64(dtype, n, k, batch, ratio):
             outs.append(split_linear(x, sw, b, out=out, path="ring"))
             assert outs[-1].data_ptr() == out.data_ptr()
         row_bytes = k * 2
-        expected = ("cublas" if not sw.host_rows else "ring" if batch > gemv.KERNEL_MAX_ROWS
-                    else gemv.auto_path(batch, sw.n_hbm * row_bytes, sw.host_rows * row_bytes,
+        expected = ("cublas" if not sw.host_rows else "ring" if batch > split_rule.KERNEL_MAX_ROWS
+                    else split_rule.auto_path(batch, sw.n_hbm * row_bytes, sw.host_rows * row_bytes,
                                         *gemv._link_rates(torch.cuda.current_device())))
         assert gemv.linear_path(sw, batch) == expected
         torch.cuda.synchronize()

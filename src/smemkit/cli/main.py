@@ -14,6 +14,10 @@ from smemkit.tiling import cli as tiling_cli
 
 # Each module adds its subcommand(s) with register(subparsers); parts append theirs here.
 COMMANDS = (advise_cmd, info_cmd, probe_cmd, cache_cmd, bench_cmd, offload_cli, tiling_cli, atomics_cli)
+# Top-level packages of the "gpu" extra (torch; cuda-core and cuda-bindings): a command that
+# reaches for one that is missing says which extra to install instead of a traceback.
+GPU_EXTRA_PACKAGES = frozenset({"torch", "cuda"})
+GPU_EXTRA_HINT = "needs the GPU extra: pip install 'smemkit[gpu]'"
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -34,4 +38,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         return int(args.run(args) or 0)
     except SmemkitError as exc:
         print(f"smemkit: error: {exc}", file=sys.stderr)
+        return 2
+    except ModuleNotFoundError as exc:
+        if (exc.name or "").split(".")[0] not in GPU_EXTRA_PACKAGES:
+            raise
+        print(f"smemkit: error: 'smemkit {args.command}' {GPU_EXTRA_HINT} ({exc.name} is not installed)",
+              file=sys.stderr)
         return 2

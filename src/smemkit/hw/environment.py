@@ -12,13 +12,13 @@ from collections.abc import Sequence
 from datetime import datetime, timezone
 from pathlib import Path
 
-import torch
-
 import smemkit
 from smemkit.runtime.compiler import nvrtc_version_text
 
 
 def _nvidia_smi(query: str) -> str | None:
+    import torch
+
     exe = shutil.which("nvidia-smi")
     if not exe:
         return None
@@ -35,11 +35,15 @@ def _nvidia_smi(query: str) -> str | None:
 
 def software_versions() -> dict[str, str | None]:
     """Versions of the Python packages smemkit builds on (None when not installed)."""
+    try:
+        import torch
+    except ImportError:  # the GPU extra is not installed
+        torch = None
     versions: dict[str, str | None] = {
         "python": platform.python_version(),
         "smemkit": smemkit.__version__,
-        "torch": torch.__version__,
-        "torch_cuda": torch.version.cuda,
+        "torch": torch.__version__ if torch else None,
+        "torch_cuda": torch.version.cuda if torch else None,
     }
     for module in ("triton", "cuda.core", "cuda.bindings", "numpy"):
         try:
@@ -64,6 +68,8 @@ SMI_FIELDS = (
 def device_block() -> dict:
     """GPU name, driver, SM clocks (current and max, MHz), memory and software versions, and the
     GPU's identity and state (uuid, serial, VBIOS, ECC, temperature, power, clock-event reasons)."""
+    import torch
+
     block: dict = {"software": software_versions()}
     if not torch.cuda.is_available():
         block["gpu"] = None

@@ -36,6 +36,7 @@ from smemkit.offload.planner import (
     total_bytes,
     uniform_plan,
 )
+from smemkit.offload.split_rule import host_rows_for_ratio
 
 __all__ = [
     "BUILTIN_MODELS", "DEFAULT_TFLOPS", "CongestionPoint", "Hardware", "LaunchPlan", "ModelConfig",
@@ -57,7 +58,6 @@ _LAZY = {
     "LaunchPlan": "gemv", "OffloadedLinear": "gemv", "SplitScratch": "gemv", "plan_launch": "gemv",
     "split_linear": "gemv",
     "PinnedBuffer": "pinned", "PinnedMemoryError": "pinned", "SplitWeight": "pinned",
-    "host_rows_for_ratio": "pinned",
     "SplitKVCache": "attention", "split_decode_attention": "attention", "plan_attention": "attention",
     "host_seqs_for_ratio": "attention",
     "OffloadedModel": "hf_model", "offload_model": "hf_model", "load_offloaded": "hf_checkpoint",

@@ -75,8 +75,13 @@ def parse_shape(text: str) -> tuple[int, int]:
 def run_path(args: argparse.Namespace, console: Console | None = None) -> int:
     from smemkit.errors import InvalidArgumentError
     from smemkit.hw.profile import select_profile
-    from smemkit.offload.gemv import KERNEL_MAX_ROWS, faster_path, fixed_path, path_times
-    from smemkit.offload.pinned import host_rows_for_ratio
+    from smemkit.offload.split_rule import (
+        KERNEL_MAX_ROWS,
+        faster_path,
+        fixed_path,
+        host_rows_for_ratio,
+        path_times,
+    )
 
     console = console or Console()
     n_out, k = parse_shape(args.shape)

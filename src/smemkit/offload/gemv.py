@@ -36,7 +36,8 @@ from torch import nn
 from smemkit.errors import InvalidArgumentError, check_positive_int, is_int
 from smemkit.offload.direct_gemm import direct_linear
 from smemkit.offload.pinned import WEIGHT_DTYPES, SplitWeight, check_weight
-from smemkit.offload.ring_gemm import host_ring, linear_into, ring_fits, ring_linear
+from smemkit.offload.ring_gemm import host_ring, linear_into, ring_linear
+from smemkit.offload.split_rule import auto_path, fixed_path
 from smemkit.runtime.compiler import DEFAULT_ARCH, CompiledModule, compile_module, package_source
 from smemkit.runtime.tensors import check_tensor
 
@@ -661,60 +662,6 @@ def split_linear(x: torch.Tensor, weight: SplitWeight, bias: torch.Tensor | None
 
 
 LINEAR_PATHS = ("auto", "kernel", "ring", "direct")
-# The auto rule's constants, from offload_ops_run1.json (2026-11-30, the run that first timed both
-# paths at every point; docs/offload.md): past KERNEL_MAX_ROWS input rows the ring path was the
-# faster at all 28 points of batch 64; at batch 1-8 the split kernel streamed its HBM rows
-# KERNEL_HBM_SLOWDOWN x slower than cuBLAS (r = 0: 1.15-1.47x; 1.4 rather than the median 1.3
-# because its HBM rows slow further while host CTAs run: at 1.3 the rule chose the kernel at
-# 8192 x 28672, r*, where it was 1.33x slower, in both runs) and its host rows at
-# KERNEL_HOST_FACTOR x the copy-engine time (r = 1: 1.08-1.09x), while the ring paid about
-# RING_COPY_OVERHEAD_S on top of its copy time. The model adds it once: where the rule weighs the
-# two paths (<= 8 rows) a small host part is one copy. It was 25 us for the ring before the eighth
-# session (r = 0.05, one 5.9 MB copy: 19-30 us); the side-stream ring pays 15-25 us there, and at
-# batch 1-8 of two runs of it (run_2026-11-30_eighth/offload_ops.json; attention_ring/interleaved/
-# offload_ops_run_ring_refactor.json, the same ring) 15 us picks the faster path at 51 and 49 of
-# 56 points against 47 and 45 with 25 us, and at 4 more points each the pick is <= 1.12x the ideal.
-KERNEL_MAX_ROWS = 8
-KERNEL_HBM_SLOWDOWN = 1.4
-KERNEL_HOST_FACTOR = 1.09
-RING_COPY_OVERHEAD_S = 15e-6
-
-
-def path_times(hbm_bytes: int, host_bytes: int, hbm_bytes_per_s: float,
-               host_bytes_per_s: float) -> dict[str, float]:
-    """Seconds the rule's model gives each path for a memory-bound split (no compute term):
-    the ideal max(h, g), the kernel max(1.09 h, 1.4 g) and the ring max(h + 15 us, g), where h and
-    g are the host and HBM bytes at B_h and B_g (constants above)."""
-    t_host, t_hbm = host_bytes / host_bytes_per_s, hbm_bytes / hbm_bytes_per_s
-    return {"ideal": max(t_host, t_hbm),
-            "kernel": max(KERNEL_HOST_FACTOR * t_host, KERNEL_HBM_SLOWDOWN * t_hbm),
-            "ring": max(t_host + RING_COPY_OVERHEAD_S, t_hbm)}
-
-
-def fixed_path(rows: int, host_bytes: int, k: int | None = None, elem_bytes: int = 2) -> str | None:
-    """The path the shape alone decides, or None when the model must weigh kernel and ring:
-    "cublas" without host bytes, the kernel when a ring slot cannot hold 16 weight rows of width
-    ``k`` (when given), the ring past KERNEL_MAX_ROWS rows (measured faster there)."""
-    if host_bytes == 0:
-        return "cublas"
-    if k is not None and not ring_fits(k, elem_bytes):
-        return "kernel"
-    return "ring" if rows > KERNEL_MAX_ROWS else None
-
-
-def faster_path(times: dict[str, float]) -> str:
-    """The faster of the kernel and the ring by :func:`path_times` (the kernel on a tie)."""
-    return "kernel" if times["kernel"] <= times["ring"] else "ring"
-
-
-def auto_path(rows: int, hbm_bytes: int, host_bytes: int, hbm_bytes_per_s: float,
-              host_bytes_per_s: float, k: int | None = None, elem_bytes: int = 2) -> str:
-    """The path ``split_linear(path="auto")`` takes: :func:`fixed_path`, else
-    :func:`faster_path` by the model."""
-    fixed = fixed_path(rows, host_bytes, k, elem_bytes)
-    return fixed or faster_path(path_times(hbm_bytes, host_bytes, hbm_bytes_per_s, host_bytes_per_s))
-
-
 @cache
 def _link_rates(device_index: int) -> tuple[float, float]:
     """(B_g, B_h) in bytes/s from the GPU's device profile (the embedded H200's when none matches)."""

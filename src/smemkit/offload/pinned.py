@@ -29,9 +29,9 @@ from dataclasses import dataclass
 import torch
 
 from smemkit.errors import InvalidArgumentError, SmemkitError, is_int
+from smemkit.offload.split_rule import TILE_ROWS, host_rows_for_ratio
 
 WEIGHT_DTYPES = (torch.bfloat16, torch.float16)
-TILE_ROWS = 16  # rows of one warp tile of the split kernel (mma M); the HBM/host boundary is a multiple
 K_MULTIPLE = 8  # 16-byte vector loads of 2-byte elements
 
 
@@ -230,30 +230,6 @@ class PinnedBuffer:
     def __repr__(self) -> str:
         state = "freed" if self.freed else f"host 0x{self.host_ptr:x}, device 0x{self.device_ptr:x}"
         return f"PinnedBuffer({self.nbytes} bytes, {state})"
-
-
-def host_rows_for_ratio(n_rows: int, ratio: float, tile: int = TILE_ROWS) -> int:
-    """How many of ``n_rows`` output rows go to host memory for the offload ratio ``ratio``.
-
-    The host part is the last rows, and the HBM part ``n_rows - host_rows`` must be a whole
-    number of ``tile``-row tiles unless one part is empty. Among the allowed counts
-    (0, N, and N - m*tile) the one nearest ``ratio * N`` wins; ties go to fewer host rows.
-    """
-    if not is_int(n_rows) or n_rows < 1:
-        raise InvalidArgumentError(f"the weight must have at least one row, got {n_rows!r}")
-    if not isinstance(ratio, (int, float)) or isinstance(ratio, bool) or not math.isfinite(ratio) \
-            or not 0.0 <= ratio <= 1.0:
-        raise InvalidArgumentError(f"ratio must be a number in [0, 1], got {ratio!r}")
-    if tile < 1:
-        raise InvalidArgumentError(f"tile must be >= 1, got {tile}")
-    target = ratio * n_rows
-    # h = N - m*tile for m in 0..N//tile: the m nearest (N - target)/tile, plus both ends
-    m = (n_rows - target) / tile
-    candidates = {0, n_rows}
-    for mm in (math.floor(m), math.ceil(m)):
-        if 0 <= mm <= n_rows // tile:
-            candidates.add(n_rows - mm * tile)
-    return min(candidates, key=lambda h: (abs(h - target), h))
 
 
 def dtype_name(dtype: torch.dtype) -> str:

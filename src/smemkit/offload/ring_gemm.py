@@ -55,17 +55,10 @@ import threading
 import torch
 
 from smemkit.errors import InvalidArgumentError
-from smemkit.offload.pinned import TILE_ROWS, SplitWeight
+from smemkit.offload.pinned import SplitWeight
+from smemkit.offload.split_rule import RING_SLOT_BYTES, TILE_ROWS, ring_fits
 
 RING_SLOTS = 2
-# Host bytes per chunk (one ring slot). Chunk GEMMs finish only around the end of cuBLAS's
-# HBM-rows GEMM (a 16-SM carveout did not change that), then cost 7.5-15 us each at batch 512
-# (globaltimer timeline, benchmarks/results/h200/run_2026-11-30_sixteenth/c3), and a third chunk's
-# copy waits for the first chunk's GEMM. So a host part should fill as few chunks as HBM allows:
-# 16 MB slots (32 MB per ring) hold the 470 MB layers' host rows at r_hide in one chunk and at
-# r = 0.05 in two, where 8 MB slots took two and three (c5: 1.05-1.06x -> 1.02-1.04x cuBLAS at
-# r_hide, 1.49-1.54x -> 1.42-1.44x at r = 0.05, in one process).
-RING_SLOT_BYTES = 16 << 20
 
 
 class HostRing:
@@ -112,11 +105,6 @@ def free_rings() -> int:
         count = len(_RINGS)
         _RINGS.clear()
     return count
-
-
-def ring_fits(k: int, elem_bytes: int) -> bool:
-    """Whether one ring slot holds a 16-row tile of the weight (K up to 524,288 at 2 bytes)."""
-    return TILE_ROWS * k * elem_bytes <= RING_SLOT_BYTES
 
 
 def host_chunks(host_rows: int, k: int, elem_bytes: int) -> tuple[int, int]:

@@ -12,22 +12,25 @@ from __future__ import annotations
 import ast
 from collections.abc import Mapping
 from functools import cache
-
-import torch
+from typing import TYPE_CHECKING
 
 from smemkit.errors import InvalidArgumentError
 
-# name -> (CUDA spelling, torch implementation, number of arguments)
-FUNCTIONS: dict[str, tuple[str, object, int]] = {
-    "sqrt": ("sqrtf", torch.sqrt, 1),
-    "rsqrt": ("rsqrt_ieee", torch.rsqrt, 1),
-    "exp": ("expf", torch.exp, 1),
-    "log": ("logf", torch.log, 1),
-    "abs": ("fabsf", torch.abs, 1),
-    "round": ("rintf", torch.round, 1),  # both round half to even
-    "max": ("nan_max", torch.maximum, 2),
-    "min": ("nan_min", torch.minimum, 2),
-    "isnan": ("isnan", torch.isnan, 1),
+if TYPE_CHECKING:
+    import torch
+
+# name -> (CUDA spelling, name of the torch function, number of arguments); torch by name, so
+# parsing and CUDA generation (the cost model's path) need no torch
+FUNCTIONS: dict[str, tuple[str, str | None, int]] = {
+    "sqrt": ("sqrtf", "sqrt", 1),
+    "rsqrt": ("rsqrt_ieee", "rsqrt", 1),
+    "exp": ("expf", "exp", 1),
+    "log": ("logf", "log", 1),
+    "abs": ("fabsf", "abs", 1),
+    "round": ("rintf", "round", 1),  # both round half to even
+    "max": ("nan_max", "maximum", 2),
+    "min": ("nan_min", "minimum", 2),
+    "isnan": ("isnan", "isnan", 1),
     # shift(x, k) = x at column i + k (0 past the row's ends): a stencil, reference-only
     "shift": ("", None, 2),
 }
@@ -126,6 +129,7 @@ def to_cuda(text: str, rename: Mapping[str, str] | None = None) -> str:
 
 def evaluate(text: str, env: Mapping[str, object]) -> torch.Tensor:
     """Evaluate on float64 tensors (or Python numbers) from ``env``; used by the reference."""
+    import torch
 
     def ev(node: ast.expr):
         if isinstance(node, ast.Constant):
@@ -173,7 +177,7 @@ def evaluate(text: str, env: Mapping[str, object]) -> torch.Tensor:
             if node.func.id == "shift":
                 return _shift(torch.as_tensor(ev(node.args[0]), dtype=torch.float64),
                               int(ev(node.args[1])))
-            fn = FUNCTIONS[node.func.id][1]
+            fn = getattr(torch, FUNCTIONS[node.func.id][1])
             args = [torch.as_tensor(ev(a), dtype=torch.float64) for a in node.args]
             return fn(*args)
         raise AssertionError(type(node))
@@ -183,6 +187,8 @@ def evaluate(text: str, env: Mapping[str, object]) -> torch.Tensor:
 
 def _shift(x: torch.Tensor, k: int) -> torch.Tensor:
     """Column i of the result is column i + k of x, zero where that falls outside the row."""
+    import torch
+
     out = torch.zeros_like(x)
     n = x.shape[-1]
     if abs(k) < n:
@@ -195,6 +201,8 @@ def _shift(x: torch.Tensor, k: int) -> torch.Tensor:
 
 def _divide(a, b):
     """IEEE division for tensors and numbers alike (x/0 -> inf or NaN, never an exception)."""
+    import torch
+
     return torch.as_tensor(a, dtype=torch.float64) / torch.as_tensor(b, dtype=torch.float64)
 
 

@@ -8,8 +8,7 @@ import os
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from functools import cache
-
-import torch
+from typing import TYPE_CHECKING
 
 from smemkit.errors import InvalidArgumentError, UnsupportedDeviceError
 from smemkit.reduction.codegen import (
@@ -30,6 +29,9 @@ from smemkit.runtime.compiler import DEFAULT_ARCH, compile_module
 from smemkit.runtime.device import NON_PORTABLE_CLUSTER_MAX, GpuInfo, require_gpu, require_sm90
 from smemkit.runtime.launch import Kernel, KernelModule
 from smemkit.runtime.tensors import check_tensor
+
+if TYPE_CHECKING:
+    import torch
 
 CLUSTER_SIZES = (2, 4, 8, 16)
 # reread_l2: the share of the L2 that the rows in flight may fill with the bytes they read again.
@@ -205,6 +207,8 @@ class Prepared:
 def prepare(spec: ReductionSpec, tensors: Mapping[str, torch.Tensor], scalars: Mapping[str, float],
             out: Mapping[str, torch.Tensor] | None = None) -> Prepared:
     """Check every argument (naming the one at fault) and allocate outputs not given."""
+    import torch
+
     missing = [n for n in (*spec.inputs, *spec.columns, *spec.row_inputs) if n not in tensors]
     if missing:
         raise InvalidArgumentError(f"{spec.name} is missing inputs {missing}")
@@ -246,6 +250,8 @@ def prepare(spec: ReductionSpec, tensors: Mapping[str, torch.Tensor], scalars: M
 
 def launch(spec: ReductionSpec, variant: Variant, prepared: Prepared) -> None:
     """Run one variant; raises UnsupportedDeviceError (not a driver crash) when it cannot run."""
+    import torch
+
     if prepared.M == 0:
         return
     device = next(iter(prepared.outputs.values())).device.index

@@ -3,26 +3,33 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
-
-import torch
+from typing import TYPE_CHECKING
 
 from smemkit.errors import InvalidArgumentError
 from smemkit.reduction import expr
 from smemkit.reduction.spec import ReductionSpec
 
-_REDUCE = {
-    "sum": torch.sum,
-    "max": torch.amax,
-    "min": torch.amin,
-    "median": lambda t, dim, keepdim: torch.median(t, dim=dim, keepdim=keepdim).values,
-    "scan": lambda t, dim, keepdim: torch.cumsum(t, dim=dim),  # one running value per element
-}
+if TYPE_CHECKING:
+    import torch
+
+
+def _reduce(op: str, t: torch.Tensor) -> torch.Tensor:
+    """One stat of each row, kept as a column (``scan``: one running value per element)."""
+    import torch
+
+    if op == "median":
+        return torch.median(t, dim=1, keepdim=True).values
+    if op == "scan":
+        return torch.cumsum(t, dim=1)
+    return {"sum": torch.sum, "max": torch.amax, "min": torch.amin}[op](t, dim=1, keepdim=True)
 
 
 def reference(
     spec: ReductionSpec, tensors: Mapping[str, torch.Tensor], scalars: Mapping[str, float]
 ) -> dict[str, torch.Tensor]:
     """Outputs (M, N) and row outputs (M,) in float64; int8 outputs as their float code values."""
+    import torch
+
     x0 = tensors[spec.inputs[0]]
     if x0.dim() != 2:
         raise InvalidArgumentError(f"{spec.inputs[0]} must be 2-D (M, N), got {tuple(x0.shape)}")
@@ -50,7 +57,7 @@ def reference(
     for stage in spec.stages:
         for stat in stage.stats:
             per_element = value(stat.expr).expand(M, N)
-            env[stat.name] = _REDUCE[stat.op](per_element, dim=1, keepdim=True)
+            env[stat.name] = _reduce(stat.op, per_element)
         for let in spec.lets:  # lets depending on this stage's values are recomputed later
             env.pop(let[0], None)
         for name, text in stage.derive:
@@ -70,6 +77,8 @@ def relative_error(got: torch.Tensor, ref: torch.Tensor) -> float:
     Non-finite reference elements are compared separately by :func:`nonfinite_mismatches`;
     a non-finite ``got`` where the reference is finite makes the error infinite.
     """
+    import torch
+
     ref = ref.to(torch.float64)
     got = got.to(ref.device, torch.float64)
     finite = torch.isfinite(ref)
@@ -88,6 +97,8 @@ def output_errors(got: Mapping[str, torch.Tensor],
     :func:`relative_error` over the float outputs, and ``max_code_diff``, the largest difference of
     an int8 output's codes from the reference's (None without int8 outputs; quantization may round
     either way at a tie, so 1 is allowed)."""
+    import torch
+
     worst, code_diff = 0.0, None
     for key, ref in want.items():
         out = got[key]
@@ -101,6 +112,8 @@ def output_errors(got: Mapping[str, torch.Tensor],
 
 def nonfinite_mismatches(got: torch.Tensor, ref: torch.Tensor) -> int:
     """Elements where the reference is NaN or ±inf and ``got`` is not the same."""
+    import torch
+
     ref = ref.to(torch.float64)
     got = got.to(ref.device, torch.float64)
     nan_bad = torch.isnan(ref) != torch.isnan(got)

@@ -6,9 +6,12 @@ in float32 (centred second moments after the mean is known) rather than merged i
 
 from __future__ import annotations
 
-import torch
+from typing import TYPE_CHECKING
 
 from smemkit.reduction.spec import Output, ReductionSpec, Stage, Stat
+
+if TYPE_CHECKING:
+    import torch
 
 EPS = 1e-5
 
@@ -137,6 +140,8 @@ def example_inputs(name: str, M: int, N: int, *, device: str | torch.device = "c
                    generator: torch.Generator | None = None) -> tuple[dict, dict]:
     """Fresh random inputs for a built-in workload (positive weights for wvar), made on the
     generator's device (default: ``device``) and moved to ``device``."""
+    import torch
+
     where = generator.device if generator is not None else torch.device(device)
 
     def randn(*shape):

@@ -1,15 +1,14 @@
 """What GPU is present and whether it can do what a launch asks, checked before the driver is.
 
 Everything here answers without touching CUDA when torch reports no GPU, so the CPU-only
-paths (cost models, compile-only checks) never need a driver.
+paths (cost models, compile-only checks) never need a driver; without torch (the GPU extra not
+installed) :func:`gpu_available` is False and the rest import torch only when called.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 from functools import cache
-
-import torch
 
 from smemkit.errors import UnsupportedDeviceError
 
@@ -37,11 +36,17 @@ class GpuInfo:
 
 
 def gpu_available() -> bool:
+    try:
+        import torch
+    except ImportError:  # no GPU extra: no GPU smemkit could use
+        return False
     return torch.cuda.is_available() and torch.cuda.device_count() > 0
 
 
 def require_gpu() -> int:
     """Index of the current CUDA device, or a clear error when there is none."""
+    import torch
+
     if not gpu_available():
         raise UnsupportedDeviceError(
             "no CUDA GPU is visible (torch.cuda.is_available() is False): smemkit's kernels "
@@ -54,6 +59,7 @@ def require_gpu() -> int:
 @cache
 def gpu_info(index: int) -> GpuInfo:
     """Properties of GPU ``index`` (cached: they do not change while the process lives)."""
+    import torch
     from cuda.bindings import driver
 
     props = torch.cuda.get_device_properties(index)

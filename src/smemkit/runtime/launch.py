@@ -12,9 +12,9 @@ from __future__ import annotations
 import threading
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 import numpy as np
-import torch
 
 from smemkit.errors import InvalidArgumentError, UnsupportedDeviceError
 from smemkit.runtime.compiler import CompiledModule, arch_for_capability, compile_module
@@ -24,6 +24,9 @@ from smemkit.runtime.device import (
     require_cluster_support,
     require_gpu,
 )
+
+if TYPE_CHECKING:
+    import torch
 
 # Scalar parameter kinds and the numpy type cuda.core packs each one as.
 SCALAR_TYPES: dict[str, type] = {
@@ -105,6 +108,8 @@ class Kernel:
     params: tuple[str, ...]
 
     def _pack(self, args: Sequence[object], device_index: int) -> list[object]:
+        import torch
+
         if len(args) != len(self.params):
             raise InvalidArgumentError(
                 f"kernel {self.name} takes {len(self.params)} arguments "
@@ -192,6 +197,7 @@ class Kernel:
         multiple of P. ``smem`` is the dynamic shared memory per CTA in bytes. ``device``
         (default: torch's current device) must be where the tensor arguments live.
         """
+        import torch
         from cuda.core import LaunchConfig
         from cuda.core import launch as cuda_launch
 

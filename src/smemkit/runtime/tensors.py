@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
-import torch
+from typing import TYPE_CHECKING
 
 from smemkit.errors import InvalidArgumentError
+
+if TYPE_CHECKING:
+    import torch
 
 
 def check_tensor(
@@ -22,6 +25,8 @@ def check_tensor(
     ``shape`` entries of None match any size. ``device`` (when given) must equal the tensor's.
     The data pointer must be ``alignment``-byte aligned (vector loads need 16).
     """
+    import torch
+
     if not isinstance(t, torch.Tensor):
         raise InvalidArgumentError(f"{name} must be a torch.Tensor, got {type(t).__name__}")
     if not t.is_cuda:

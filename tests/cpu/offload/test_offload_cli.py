@@ -77,8 +77,7 @@ def test_offload_needs_an_action():
 def test_path_names_the_rule_choice_and_its_times(capsys, monkeypatch, shape, batch, ratio, path):
     from smemkit.hw.profile import builtin_profiles
     from smemkit.offload.costmodel import hardware_from_profile
-    from smemkit.offload.gemv import path_times
-    from smemkit.offload.pinned import host_rows_for_ratio
+    from smemkit.offload.split_rule import host_rows_for_ratio, path_times
 
     monkeypatch.setenv("COLUMNS", "200")
     assert invoke(["offload", "path", "--shape", shape, "--batch", str(batch), "--ratio", str(ratio),

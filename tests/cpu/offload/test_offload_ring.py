@@ -66,7 +66,8 @@ def test_linear_path_forced_and_bad_values():
     import torch
 
     from smemkit.errors import InvalidArgumentError
-    from smemkit.offload.gemv import KERNEL_MAX_ROWS, linear_path
+    from smemkit.offload.gemv import linear_path
+    from smemkit.offload.split_rule import KERNEL_MAX_ROWS
 
     split = SimpleNamespace(host_rows=32, n_hbm=32, shape=(64, 4096), dtype=torch.bfloat16)
     all_hbm = SimpleNamespace(host_rows=0, n_hbm=64, shape=(64, 4096), dtype=torch.bfloat16)
