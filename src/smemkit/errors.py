@@ -5,7 +5,6 @@ argument, ``RuntimeError`` for a device or compiler problem) so ``except ValueEr
 """
 
 import math
-from pathlib import Path
 
 
 class SmemkitError(Exception):
@@ -76,21 +75,3 @@ def check_fraction(label: str, value: object) -> float:
         raise InvalidArgumentError(f"{label} must be a number in [0, 1], got {value!r}")
     return float(value)
 
-
-def existing_file(spec: object) -> Path | None:
-    """``spec`` as a Path when it names an existing file, else None; a name the OS rejects
-    (too long, a NUL byte) is simply not a file, so callers report it as one clear error."""
-    try:
-        path = Path(spec)  # type: ignore[arg-type]
-        return path if path.is_file() else None
-    except (OSError, ValueError, TypeError):
-        return None
-
-
-def read_text(path: str | Path, what: str) -> str:
-    """The text of ``path``; an unreadable or non-UTF-8 file is an InvalidArgumentError naming
-    ``what`` it was meant to be."""
-    try:
-        return Path(path).read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError, ValueError) as exc:
-        raise InvalidArgumentError(f"cannot read {what} {path}: {exc}") from exc

@@ -24,7 +24,8 @@ from importlib import resources
 from pathlib import Path
 
 from smemkit.atomics.kernels import DTYPE_BYTES, PATTERNS, SUPPORTED, Variant, nominal_wavefronts
-from smemkit.errors import InvalidArgumentError, check_int_range, check_number_range, existing_file, read_text
+from smemkit.errors import InvalidArgumentError, check_int_range, check_number_range
+from smemkit.inputs import existing_file, read_text
 
 # 6 joined the grid after runs 5 and 7 both measured add at 6 warps below add at 4 (0.712 vs 0.794
 # warp instructions per cycle): a dip no interpolation between 4 and 8 produces. 5 and 7, held out,

@@ -32,7 +32,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from smemkit.errors import InvalidArgumentError, ToolNotFoundError, existing_file, read_text
+from smemkit.errors import InvalidArgumentError, ToolNotFoundError
+from smemkit.inputs import existing_file, read_text
 from smemkit.runtime.paths import find_tool
 
 INST_ATOM = "smsp__inst_executed_op_shared_atom.sum"

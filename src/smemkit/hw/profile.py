@@ -13,14 +13,8 @@ from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import Path
 
-from smemkit.errors import (
-    InvalidArgumentError,
-    check_int_range,
-    check_number_range,
-    existing_file,
-    is_int,
-    read_text,
-)
+from smemkit.errors import InvalidArgumentError, check_int_range, check_number_range, is_int
+from smemkit.inputs import existing_file, read_text
 
 
 @dataclass(frozen=True)

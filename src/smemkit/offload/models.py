@@ -13,7 +13,8 @@ import json
 from dataclasses import dataclass
 from pathlib import Path
 
-from smemkit.errors import InvalidArgumentError, check_int_range, existing_file, is_int, read_text
+from smemkit.errors import InvalidArgumentError, check_int_range, is_int
+from smemkit.inputs import existing_file, read_text
 from smemkit.offload.costmodel import Op
 
 # Bytes per weight and KV element by the names config.json uses (``torch_dtype``, or ``dtype`` in

@@ -12,7 +12,7 @@ import re
 from rich.console import Console
 from rich.markup import escape
 
-from smemkit.errors import InvalidArgumentError
+from smemkit.errors import InvalidArgumentError, check_int_range
 from smemkit.tiling import render
 from smemkit.tiling.advisor import advise
 from smemkit.tiling.examples import BUILTIN
@@ -74,7 +74,32 @@ def run_list(args: argparse.Namespace) -> int:
     return 0
 
 
+# What the bank rule and the occupancy calculator matched on the H200 (Nsight Compute's wavefronts
+# per microkernel, the driver's occupancy per configuration): benchmarks/results/h200/tiling.json,
+# "summary" (a test checks these numbers against that file).
+VALIDATION = {"wavefronts": (149, 150), "occupancy": (60, 60), "clusters": (60, 60)}
+
+
+def validation_note() -> str:
+    wf, occ, cl = (VALIDATION[k] for k in ("wavefronts", "occupancy", "clusters"))
+    return (f"Model: the bank rule of docs/tiling.md. On the H200 it gave Nsight Compute's wavefronts for "
+            f"{wf[0]} of {wf[1]} microkernels, and the occupancy calculator the driver's answer for "
+            f"{occ[0]} of {occ[1]} configurations and {cl[0]} of {cl[1]} cluster records "
+            "(benchmarks/results/h200/tiling.json).")
+
+
+def check_analyze_args(args: argparse.Namespace) -> None:
+    """The numeric options, checked before the pattern is read."""
+    if args.regs is not None:
+        check_int_range("--regs", args.regs, 0, 255)
+    if args.max_pad is not None:
+        check_int_range("--max-pad (elements)", args.max_pad, 0, 1024)
+    if args.warp is not None:
+        check_int_range("--warp", args.warp, 0, 31)  # at most 1024 threads: warps 0..31
+
+
 def run_analyze(args: argparse.Namespace) -> int:
+    check_analyze_args(args)
     pattern = load_pattern(args.pattern)
     report = analyze(pattern)
     advice = None if args.no_advice else advise(pattern, args.arch, args.regs, args.max_pad)
@@ -94,8 +119,7 @@ def run_analyze(args: argparse.Namespace) -> int:
         console.print(render.bank_table(inst.result, title))
     if advice is not None:
         console.print(render.advice_table(advice))
-    console.print("[dim]Model: SPEC §4 rule (see docs/tiling.md); not yet validated against Nsight "
-                  "Compute on the device.[/dim]")
+    console.print(f"[dim]{validation_note()}[/dim]")
     return 0
 
 
@@ -111,6 +135,7 @@ def _pictures(report: PatternReport, warp: int | None) -> list[tuple[AccessRepor
 
 
 def run_occupancy(args: argparse.Namespace) -> int:
+    # occupancy() checks threads, regs, smem, the carveout and the cluster size against the arch
     occ = occupancy(args.arch, args.threads, args.regs, args.smem, cluster=args.cluster,
                     carveout_kb=args.carveout, non_portable_cluster=args.non_portable)
     if args.json:
