@@ -25,6 +25,7 @@ from rich.table import Table
 from smemkit.atomics.analysis import CLASS_VARIANTS, KernelAnalysis, analyze
 from smemkit.atomics.kernels import PATTERNS
 from smemkit.atomics.table import SCOPES, load_table
+from smemkit.cli.tables import show
 from smemkit.errors import InvalidArgumentError, ToolNotFoundError
 from smemkit.hw import ncu
 from smemkit.runtime.paths import find_tool
@@ -103,7 +104,7 @@ def _report(results: list[KernelAnalysis], table, args: argparse.Namespace, cons
                   f(r.wavefronts_per_inst), f(100 * r.cas_fraction, ".1f"), f(r.warps_per_sm, ".1f"),
                   f(r.service_cycles), f(u and u.min), f(u and u.median), f(u and u.max),
                   escape(r.verdict.summary if r.verdict else "no shared atomics"))
-    console.print(t)
+    show(console, t, narrow="records")
     for r in results:
         if r.verdict is None and not r.notes:
             continue
@@ -195,5 +196,5 @@ def run_table(args: argparse.Namespace) -> int:
             t.add_column(f"n={n}", justify="right")
         for c in curves:
             t.add_row(c.pattern, f"{c.wavefronts:g}", *(f"{s:.1f}" for s in c.cycles))
-        console.print(t)
+        show(console, t)
     return 0

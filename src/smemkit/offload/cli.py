@@ -13,6 +13,7 @@ import re
 from rich.console import Console
 from rich.table import Table
 
+from smemkit.cli.tables import show
 from smemkit.errors import InvalidArgumentError, check_fraction, check_int_range, check_number_range
 from smemkit.offload.costmodel import hardware_from_profile
 from smemkit.offload.models import BUILTIN_MODELS, MAX_DIM, decode_ops, host_resident_bytes, load_model
@@ -196,7 +197,7 @@ def run(args: argparse.Namespace, console: Console | None = None) -> int:
     for g, u, o in zip(kinds["greedy"], kinds["uniform"], kinds["oracle"], strict=True):
         table.add_row(g.kind, str(g.count), f"{g.bytes / GIB:.2f}", g.bound, f"{g.ratio:.1%}",
                       f"{u.ratio:.1%}", f"{o.ratio:.1%}", f"{g.time_s * 1e3:.2f}")
-    console.print(table)
+    show(console, table)
 
     mode = "exactly" if args.exact_budget else "at least"
     console.print(f"Predicted decode step (time per output token), offloading {mode} the required bytes:")

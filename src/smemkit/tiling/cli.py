@@ -12,6 +12,7 @@ import re
 from rich.console import Console
 from rich.markup import escape
 
+from smemkit.cli.tables import show
 from smemkit.errors import InvalidArgumentError, check_int_range
 from smemkit.tiling import render
 from smemkit.tiling.advisor import advise
@@ -109,16 +110,16 @@ def run_analyze(args: argparse.Namespace) -> int:
     console = Console()
     if pattern.description:
         console.print(escape(pattern.description))
-    console.print(render.summary_table(report))
+    show(console, render.summary_table(report))
     for acc in report.accesses:
-        console.print(render.instruction_table(acc, args.all_instructions))
+        show(console, render.instruction_table(acc, args.all_instructions))
     for acc, inst in _pictures(report, args.warp):
         loop = ", ".join(f"{k}={v}" for k, v in inst.loop.items())
         title = (f"bank picture: {acc.access.title}, warp {inst.warp}{', ' + loop if loop else ''}: "
                  f"{inst.result.wavefronts} wavefront(s), ideal {inst.result.ideal}")
-        console.print(render.bank_table(inst.result, title))
+        show(console, render.bank_table(inst.result, title))
     if advice is not None:
-        console.print(render.advice_table(advice))
+        show(console, render.advice_table(advice))
     console.print(f"[dim]{validation_note()}[/dim]")
     return 0
 
@@ -142,7 +143,7 @@ def run_occupancy(args: argparse.Namespace) -> int:
         print(json.dumps(render.occupancy_dict(occ), indent=2))
         return 0
     console = Console()
-    console.print(render.occupancy_table(occ))
+    show(console, render.occupancy_table(occ))
     console.print(f"limited by: {', '.join(occ.limiting)}")
     for note in occ.notes:
         console.print(f"note: {note}")
