@@ -70,6 +70,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     tb.add_argument("--table", help="service table JSON (or a benchmarks results file)")
     tb.add_argument("--variant", action="append", default=[], help="variants to show, e.g. add.int32.noret")
     tb.add_argument("--scope", choices=SCOPES, default="private")
+    tb.add_argument("--json", action="store_true", help="print the shown curves as JSON")
     tb.set_defaults(run=run_table)
 
 
@@ -181,13 +182,20 @@ def run_table(args: argparse.Namespace) -> int:
     table = load_table(args.table)
     console = Console()
     variants = args.variant or ["add.int32.noret", "inc.int32.noret", "add.float32.noret", "cas.int32.ret"]
-    flag = "" if table.measured else ", NOT MEASURED"
-    console.print(f"service table: {escape(table.gpu)} ({table.source}{flag})")
+    shown = {}
     for v in variants:
-        curves = [c for c in table.curves.values() if c.variant == v and c.scope == args.scope]
-        if not curves:
+        shown[v] = [c for c in table.curves.values() if c.variant == v and c.scope == args.scope]
+        if not shown[v]:
             raise InvalidArgumentError(f"no curves for {v} ({args.scope}); the table has "
                                        f"{', '.join(table.variants()[:12])} ...")
+    if args.json:
+        print(json.dumps({"gpu": table.gpu, "source": table.source, "measured": table.measured,
+                          "scope": args.scope,
+                          "curves": [c.to_dict() for v in variants for c in shown[v]]}, indent=2))
+        return 0
+    flag = "" if table.measured else ", NOT MEASURED"
+    console.print(f"service table: {escape(table.gpu)} ({table.source}{flag})")
+    for v, curves in shown.items():
         sass = curves[0].sass or "?"
         t = Table(title=f"S(n) cycles per warp instruction: {v} ({args.scope}, SASS: {sass})")
         t.add_column("pattern")

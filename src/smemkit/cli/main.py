@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import sys
 from collections.abc import Sequence
+from importlib import metadata
 
 from smemkit.atomics import cli as atomics_cli
 from smemkit.cli import advise_cmd, bench_cmd, cache_cmd, info_cmd, probe_cmd
@@ -16,12 +17,23 @@ from smemkit.tiling import cli as tiling_cli
 COMMANDS = (advise_cmd, info_cmd, probe_cmd, cache_cmd, bench_cmd, offload_cli, tiling_cli, atomics_cli)
 
 
+def version() -> str:
+    """The installed package's version, else (a source tree on the path) smemkit.__version__."""
+    try:
+        return metadata.version("smemkit")
+    except metadata.PackageNotFoundError:
+        import smemkit
+
+        return smemkit.__version__
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="smemkit",
         description="Memory-bound GPU kernels beyond one block's registers, with cost models "
         "that say when they pay.",
     )
+    parser.add_argument("--version", action="version", version=f"smemkit {version()}")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     for module in COMMANDS:
         module.register(sub)

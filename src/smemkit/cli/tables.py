@@ -17,6 +17,7 @@ import io
 from typing import Literal
 
 from rich.console import Console
+from rich.measure import Measurement
 from rich.table import Column, Table
 from rich.text import Text
 
@@ -51,27 +52,31 @@ def _part(table: Table, indices: list[int], title: str | None) -> Table:
     return part
 
 
+def _natural_widths(table: Table) -> list[int]:
+    """Each column's width unwrapped: its widest cell or header."""
+    probe = Console(width=10_000, file=io.StringIO(), color_system=None, legacy_windows=False)
+    options = probe.options
+    return [max(Measurement.get(probe, options, probe.render_str(c) if isinstance(c, str) else c).maximum
+                for c in (column.header, *column.cells))
+            for column in table.columns]
+
+
 def split(table: Table, width: int, keys: int = 1) -> list[Table] | None:
-    """``table`` as parts that fit ``width``, each with the first ``keys`` columns; None when a
-    part with a single other column is already too wide."""
-    title = table.title
-    parts, current = [], list(range(keys))
-    for i in range(keys, len(table.columns)):
-        if fits(_part(table, [*current, i], None), width):
-            current.append(i)
-            continue
-        if len(current) == keys:
-            return None
-        parts.append(current)
-        current = [*range(keys), i]
-    parts.append(current)
-    # the same number of parts with the other columns shared out evenly, when that fits too
+    """``table`` as parts that fit ``width``, each with the first ``keys`` columns and the others
+    shared out evenly over as few parts as fit; None when no such split fits."""
+    natural = _natural_widths(table)
     others = list(range(keys, len(table.columns)))
-    size = -(-len(others) // len(parts))
-    even = [[*range(keys), *others[i:i + size]] for i in range(0, len(others), size)]
-    if len(even) == len(parts) and all(fits(_part(table, p, None), width) for p in even):
-        parts = even
-    return [_part(table, p, title if n == 0 else None) for n, p in enumerate(parts)]
+    # a boxed table with padding 1 takes its columns' widths + 3 each + 1
+    key_width = sum(natural[:keys]) + 3 * keys + 1
+    for count in range(2, len(others) + 1):
+        size = -(-len(others) // count)
+        groups = [others[i:i + size] for i in range(0, len(others), size)]
+        if all(key_width + sum(natural[i] + 3 for i in g) <= width for g in groups):
+            parts = [_part(table, [*range(keys), *g], table.title if n == 0 else None)
+                     for n, g in enumerate(groups)]
+            if all(fits(part, width) for part in parts):
+                return parts
+    return None
 
 
 def records(table: Table) -> Table:
