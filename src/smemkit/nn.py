@@ -81,7 +81,8 @@ class LayerNorm(nn.Module):
         return torch.ops.smemkit.layer_norm(input, weight, bias, self.eps)
 
     def extra_repr(self) -> str:
-        return f"{self.normalized_shape}, eps={self.eps}, elementwise_affine={self.elementwise_affine}"
+        return (f"{self.normalized_shape}, eps={self.eps}, elementwise_affine={self.elementwise_affine}, "
+                f"bias={self.bias is not None}")
 
 
 def _check_dim(dim: object) -> int | None:
