@@ -9,7 +9,7 @@ from importlib import metadata
 
 from smemkit.atomics import cli as atomics_cli
 from smemkit.cli import advise_cmd, bench_cmd, cache_cmd, info_cmd, probe_cmd
-from smemkit.errors import SmemkitError
+from smemkit.errors import CompileError, SmemkitError
 from smemkit.offload import cli as offload_cli
 from smemkit.tiling import cli as tiling_cli
 
@@ -40,10 +40,19 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def error_line(exc: SmemkitError) -> str:
+    """The error's message on one line: characters a user's input carried that would break it
+    (a newline or carriage return in a file name) are escaped. A compiler log keeps its lines."""
+    text = str(exc)
+    if isinstance(exc, CompileError):
+        return text
+    return "".join(c if c.isprintable() else repr(c)[1:-1] for c in text)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     try:
         return int(args.run(args) or 0)
     except SmemkitError as exc:
-        print(f"smemkit: error: {exc}", file=sys.stderr)
+        print(f"smemkit: error: {error_line(exc)}", file=sys.stderr)
         return 2
