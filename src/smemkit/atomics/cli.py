@@ -26,7 +26,7 @@ from smemkit.atomics.analysis import CLASS_VARIANTS, KernelAnalysis, analyze
 from smemkit.atomics.kernels import PATTERNS
 from smemkit.atomics.table import SCOPES, load_table
 from smemkit.cli.tables import show
-from smemkit.errors import InvalidArgumentError, ToolNotFoundError
+from smemkit.errors import InvalidArgumentError, ToolNotFoundError, check_int_range
 from smemkit.hw import ncu
 from smemkit.runtime.paths import find_tool
 
@@ -131,6 +131,9 @@ _PROFILING_RE = re.compile(r'==PROF==\s+Profiling\s+"(?P<name>[^"]+)"')
 
 
 def run_profile(args: argparse.Namespace) -> int:
+    check_int_range("--launch-skip", args.launch_skip, 0)
+    if args.launch_count is not None:
+        check_int_range("--launch-count", args.launch_count, 1)
     app = list(args.app)
     if app and app[0] == "--":
         app = app[1:]

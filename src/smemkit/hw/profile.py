@@ -1,8 +1,11 @@
 """Device profiles: the figures every cost model in smemkit reasons from.
 
 A profile is plain data (JSON on disk). Embedded ones ship in ``hw/profiles/``: the H100 SXM and
-RTX 5090 from the CREDIT paper's Table II (seed 000) and the H200 measured by ``smemkit probe``.
-Each profile carries ``provenance``: for every figure, where it came from.
+RTX 5090 from the CREDIT paper's Table II and the H200 measured by ``smemkit probe``. Each
+profile carries ``provenance``: for every figure, where it came from. A profile read from JSON is
+checked field by field (:meth:`DeviceProfile.from_dict`): a wrong type, a count that is not a
+positive integer, a rate that is not a finite number in range, a missing or unknown field is an
+InvalidArgumentError naming the file and the field.
 """
 
 from __future__ import annotations
@@ -190,7 +193,7 @@ def _checked_fields(data: object) -> dict:
 
 
 def builtin_profiles() -> dict[str, DeviceProfile]:
-    """The embedded profiles by name (``h100_sxm``, ``rtx5090``, ``h200_sxm`` when measured)."""
+    """The embedded profiles by name (``h100_sxm``, ``h200_sxm``, ``rtx5090``)."""
     found: dict[str, DeviceProfile] = {}
     for entry in resources.files("smemkit").joinpath("hw/profiles").iterdir():
         if entry.name.endswith(".json"):
