@@ -52,6 +52,9 @@ MAX_IDEAL_WAVEFRONTS = 4
 # median U is 0.99) but counters that do not belong together.
 UTILIZATION_LIMIT = 1.05
 _REL = 1e-3  # counters print exactly; averages with two decimals
+# Active cycles may pass duration x clock by the duration's rounding on short launches; the H200
+# report's busiest SMs stay at or below 1.00 of it.
+ELAPSED_SLACK = 1.05
 
 
 def _close(a: float, b: float) -> bool:
@@ -125,7 +128,7 @@ def check_record(rec: ncu.LaunchRecord) -> None:
     _check_rollups(rec, ncu.WAVEFRONTS, sms)
     clock_khz = rec.value(ncu.CLOCK_RATE)
     busiest = rec.value(f"{ncu.CYCLES}.max") or (cycles_sum / sms if sms else None)
-    if clock_khz and busiest is not None and busiest > duration * clock_khz * 1e-6 * 1.05:
+    if clock_khz and busiest is not None and busiest > duration * clock_khz * 1e-6 * ELAPSED_SLACK:
         raise _inconsistent(rec, f"an SM was active {busiest:g} cycles, more than the {duration:g} ns "
                             f"launch lasted at {clock_khz / 1e6:g} GHz")
     classes, _ = instruction_classes(*(rec.value(m) for m in (ncu.INST_ATOM, ncu.INST_ALU, ncu.INST_CAS)))
