@@ -15,6 +15,14 @@ For each kernel (launches of the same name merged, or each launch with ``per_lau
    active cycles: exact when ncu gives per-SM instance values, otherwise bounds from the
    rollups (min W / max C, sum W / sum C, max W / min C) and the middle one as the median.
 4. The verdict (model.verdict) against issue slots, LSU, shared data pipe, L2 and DRAM.
+
+Before any of that every launch is checked (:func:`check_record`): the metrics the verdict rests
+on are present and numeric, and the counters agree with each other as they do on the H200 report
+(``tests/data/atomics_hist_ncu.csv``, 63 launches): wavefronts = instructions + bank conflicts
+exactly, ``.avg`` x SMs = ``.sum``, ``.min`` <= ``.sum`` / SMs <= ``.max``, active cycles below
+the elapsed ones (0.78-1.00 of them there), percentages of peak in [0, 100]. A report that fails
+is called inconsistent (an InvalidArgumentError): an edited or truncated report must not give a
+verdict, least of all "no shared atomics".
 """
 
 from __future__ import annotations
@@ -28,6 +36,113 @@ from smemkit.atomics.model import PerSM, Verdict, md1_response, verdict
 from smemkit.atomics.table import ServiceTable
 from smemkit.errors import InvalidArgumentError
 from smemkit.hw import ncu
+
+# Without these the verdict cannot be given: the instruction classes, the atomic unit's work and
+# time, the SM's concurrency (it picks S(n)) and the units that compete with it (model.verdict).
+REQUIRED_METRICS: tuple[str, ...] = (
+    ncu.INST_ATOM, ncu.INST_ALU, ncu.INST_CAS, f"{ncu.WAVEFRONTS}.sum", f"{ncu.CYCLES}.sum",
+    ncu.WARPS_ACTIVE, ncu.DURATION, ncu.OTHER_UNITS["issue"], ncu.OTHER_UNITS["l2"],
+    ncu.OTHER_UNITS["dram"],
+)
+MAX_WARPS_PER_SM = 64  # sm_80 and sm_90; the other architectures hold fewer
+# Wavefronts per warp instruction beyond the bank conflicts: 1 for 32-bit atomics (every H200
+# launch), 2 for 64-bit ones, 4 for a 128-bit CAS.
+MAX_IDEAL_WAVEFRONTS = 4
+# U above 1 beyond this is no measurement error of the service table (the H200 report's largest
+# median U is 0.99) but counters that do not belong together.
+UTILIZATION_LIMIT = 1.05
+_REL = 1e-3  # counters print exactly; averages with two decimals
+# Active cycles may pass duration x clock by the duration's rounding on short launches; the H200
+# report's busiest SMs stay at or below 1.00 of it.
+ELAPSED_SLACK = 1.05
+
+
+def _close(a: float, b: float) -> bool:
+    return abs(a - b) <= _REL * max(abs(a), abs(b)) + 1.0
+
+
+def _inconsistent(rec: ncu.LaunchRecord, why: str,
+                  hint: str = "was it edited or truncated? Export it again") -> InvalidArgumentError:
+    return InvalidArgumentError(f"the report is inconsistent at launch {rec.id} ({rec.kernel[:40]}): "
+                                f"{why}; {hint}")
+
+
+def _check_rollups(rec: ncu.LaunchRecord, base: str, units: float | None) -> None:
+    """``base``'s .sum/.avg/.min/.max and per-SM instances agree with each other."""
+    total, avg = rec.value(f"{base}.sum"), rec.value(f"{base}.avg")
+    low, high = rec.value(f"{base}.min"), rec.value(f"{base}.max")
+    for name, v in ((".sum", total), (".avg", avg), (".min", low), (".max", high)):
+        if v is not None and v < 0:
+            raise _inconsistent(rec, f"{base}{name} = {v:g} is negative")
+    if low is not None and high is not None and low > high * (1 + _REL):
+        raise _inconsistent(rec, f"{base}.min {low:g} exceeds .max {high:g}")
+    if avg is not None and ((low is not None and avg < low * (1 - _REL))
+                            or (high is not None and avg > high * (1 + _REL))):
+        raise _inconsistent(rec, f"{base}.avg {avg:g} lies outside .min/.max")
+    if total is not None and units:
+        if avg is not None and not _close(avg * units, total):
+            raise _inconsistent(rec, f"{base}.avg x {units:g} SMs = {avg * units:g}, .sum {total:g}")
+        if low is not None and total < low * units * (1 - _REL):
+            raise _inconsistent(rec, f"{base}.sum {total:g} is below .min x {units:g} SMs")
+        if high is not None and total > high * units * (1 + _REL):
+            raise _inconsistent(rec, f"{base}.sum {total:g} exceeds .max x {units:g} SMs")
+    inst = rec.instances(f"{base}.sum")
+    if inst:
+        if total is not None and not _close(sum(inst), total):
+            raise _inconsistent(rec, f"{base}.sum {total:g} is not the sum of its instances")
+        if (low is not None and not _close(min(inst), low)) or (high is not None
+                                                                and not _close(max(inst), high)):
+            raise _inconsistent(rec, f"{base}'s instances do not match its .min/.max")
+
+
+def check_record(rec: ncu.LaunchRecord) -> None:
+    """Raise an InvalidArgumentError when a metric the verdict needs is missing or the counters
+    of ``rec`` contradict each other (see the module docstring)."""
+    missing = [m for m in REQUIRED_METRICS if rec.value(m) is None]
+    if missing:
+        raise InvalidArgumentError(
+            f"launch {rec.id} ({rec.kernel[:40]}) lacks metric(s) {', '.join(missing)}, which the verdict "
+            "needs: profile with `smemkit atomics profile` (`--print-command` shows the ncu command "
+            "with every metric)")
+    for name in (ncu.INST_ATOM, ncu.INST_ALU, ncu.INST_CAS, ncu.CONFLICTS):
+        v = rec.value(name)
+        if v is not None and v < 0:
+            raise _inconsistent(rec, f"{name} = {v:g} is negative")
+    for name in ncu.OTHER_UNITS.values():
+        v = rec.value(name)
+        if v is not None and not 0 <= v <= 100 * (1 + _REL):
+            raise _inconsistent(rec, f"{name} = {v:g} is not a percentage in [0, 100]")
+    warps = rec.value(ncu.WARPS_ACTIVE)
+    if not 0 < warps <= MAX_WARPS_PER_SM:
+        raise _inconsistent(rec, f"{ncu.WARPS_ACTIVE} = {warps:g}, not in (0, {MAX_WARPS_PER_SM}]")
+    duration = rec.value(ncu.DURATION)
+    if duration <= 0:
+        raise _inconsistent(rec, f"{ncu.DURATION} = {duration:g} ns is not positive")
+    sms = rec.value(ncu.SM_COUNT)
+    if sms is not None and (sms < 1 or sms != int(sms)):
+        raise _inconsistent(rec, f"{ncu.SM_COUNT} = {sms:g} is not a positive integer")
+    cycles_sum, cycles_avg = rec.value(f"{ncu.CYCLES}.sum"), rec.value(f"{ncu.CYCLES}.avg")
+    if sms is None and cycles_avg:
+        sms = round(cycles_sum / cycles_avg) or None  # SMs from the cycle rollups
+    _check_rollups(rec, ncu.CYCLES, sms)
+    _check_rollups(rec, ncu.WAVEFRONTS, sms)
+    clock_khz = rec.value(ncu.CLOCK_RATE)
+    busiest = rec.value(f"{ncu.CYCLES}.max") or (cycles_sum / sms if sms else None)
+    if clock_khz and busiest is not None and busiest > duration * clock_khz * 1e-6 * ELAPSED_SLACK:
+        raise _inconsistent(rec, f"an SM was active {busiest:g} cycles, more than the {duration:g} ns "
+                            f"launch lasted at {clock_khz / 1e6:g} GHz")
+    classes, _ = instruction_classes(*(rec.value(m) for m in (ncu.INST_ATOM, ncu.INST_ALU, ncu.INST_CAS)))
+    total = sum(classes.values())
+    wavefronts = rec.value(f"{ncu.WAVEFRONTS}.sum")
+    conflicts = rec.value(ncu.CONFLICTS) or 0.0
+    if wavefronts < (total + conflicts) * (1 - _REL) - 1 or \
+            wavefronts > (MAX_IDEAL_WAVEFRONTS * total + conflicts) * (1 + _REL) + 1:
+        raise _inconsistent(rec, f"{wavefronts:g} atomic wavefronts for {total:g} shared-atomic warp "
+                            f"instructions and {conflicts:g} bank conflicts (wavefronts are instructions "
+                            f"+ conflicts, up to {MAX_IDEAL_WAVEFRONTS} per instruction for wide types)")
+    if total > 0 and not cycles_sum:
+        raise _inconsistent(rec, f"{total:g} shared-atomic instructions in 0 active SM cycles")
+
 
 # Which microbenchmark stands for each counter class (an assumption: which counter each op
 # increments is not measured; see docs/atomics.md).
@@ -180,11 +295,28 @@ def analyze_record(rec: ncu.LaunchRecord, table: ServiceTable, *, pattern: str |
                           u_atom, others, v, response, notes)
 
 
+def _check_utilization(rec: ncu.LaunchRecord, u_atom: PerSM | None, table: ServiceTable,
+                       pattern: str | None) -> None:
+    """A report's U per SM must stay within [0, UTILIZATION_LIMIT]: the unit is busy at most all
+    the time. (Predictions from synthetic records, benchmarks/atomics.py, skip this check.)"""
+    if u_atom is None:
+        return
+    if u_atom.median > UTILIZATION_LIMIT or (u_atom.source == "instances" and u_atom.max > UTILIZATION_LIMIT):
+        raise _inconsistent(rec, f"the atomic unit's utilization U = {u_atom.median:.2f} (median), "
+                            f"{u_atom.max:.2f} (max) exceeds 1: the counters, the service table "
+                            f"({table.gpu})" + (f" and --pattern {pattern}" if pattern else "")
+                            + " do not fit together",
+                            f"is {pattern} the kernel's address pattern?" if pattern else
+                            "was the report edited, or is the table another GPU's?")
+
+
 def analyze(records: list[ncu.LaunchRecord], table: ServiceTable, *, per_launch: bool = False,
             pattern: str | None = None, scope: str = "private",
             class_variants: dict[str, str] | None = None) -> list[KernelAnalysis]:
     if not records:
         raise InvalidArgumentError("the report holds no kernel launches")
+    for r in records:
+        check_record(r)
     if per_launch:
         groups = [[r] for r in records]
     else:
@@ -194,8 +326,10 @@ def analyze(records: list[ncu.LaunchRecord], table: ServiceTable, *, per_launch:
         groups = list(by_name.values())
     out = []
     for g in groups:
-        result = analyze_record(merge_launches(g), table, pattern=pattern, scope=scope, launches=len(g),
+        merged = merge_launches(g)
+        result = analyze_record(merged, table, pattern=pattern, scope=scope, launches=len(g),
                                 class_variants=class_variants)
+        _check_utilization(merged, result.u_atom, table, pattern)
         if per_launch:
             result.kernel = f"{result.kernel} [launch {g[0].id}]"
         out.append(result)

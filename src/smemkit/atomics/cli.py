@@ -25,7 +25,8 @@ from rich.table import Table
 from smemkit.atomics.analysis import CLASS_VARIANTS, KernelAnalysis, analyze
 from smemkit.atomics.kernels import PATTERNS
 from smemkit.atomics.table import SCOPES, load_table
-from smemkit.errors import InvalidArgumentError, ToolNotFoundError
+from smemkit.cli.tables import show
+from smemkit.errors import InvalidArgumentError, ToolNotFoundError, check_int_range
 from smemkit.hw import ncu
 from smemkit.runtime.paths import find_tool
 
@@ -69,6 +70,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     tb.add_argument("--table", help="service table JSON (or a benchmarks results file)")
     tb.add_argument("--variant", action="append", default=[], help="variants to show, e.g. add.int32.noret")
     tb.add_argument("--scope", choices=SCOPES, default="private")
+    tb.add_argument("--json", action="store_true", help="print the shown curves as JSON")
     tb.set_defaults(run=run_table)
 
 
@@ -103,7 +105,7 @@ def _report(results: list[KernelAnalysis], table, args: argparse.Namespace, cons
                   f(r.wavefronts_per_inst), f(100 * r.cas_fraction, ".1f"), f(r.warps_per_sm, ".1f"),
                   f(r.service_cycles), f(u and u.min), f(u and u.median), f(u and u.max),
                   escape(r.verdict.summary if r.verdict else "no shared atomics"))
-    console.print(t)
+    show(console, t, narrow="records")
     for r in results:
         if r.verdict is None and not r.notes:
             continue
@@ -129,6 +131,9 @@ _PROFILING_RE = re.compile(r'==PROF==\s+Profiling\s+"(?P<name>[^"]+)"')
 
 
 def run_profile(args: argparse.Namespace) -> int:
+    check_int_range("--launch-skip", args.launch_skip, 0)
+    if args.launch_count is not None:
+        check_int_range("--launch-count", args.launch_count, 1)
     app = list(args.app)
     if app and app[0] == "--":
         app = app[1:]
@@ -180,13 +185,20 @@ def run_table(args: argparse.Namespace) -> int:
     table = load_table(args.table)
     console = Console()
     variants = args.variant or ["add.int32.noret", "inc.int32.noret", "add.float32.noret", "cas.int32.ret"]
-    flag = "" if table.measured else ", NOT MEASURED"
-    console.print(f"service table: {escape(table.gpu)} ({table.source}{flag})")
+    shown = {}
     for v in variants:
-        curves = [c for c in table.curves.values() if c.variant == v and c.scope == args.scope]
-        if not curves:
+        shown[v] = [c for c in table.curves.values() if c.variant == v and c.scope == args.scope]
+        if not shown[v]:
             raise InvalidArgumentError(f"no curves for {v} ({args.scope}); the table has "
                                        f"{', '.join(table.variants()[:12])} ...")
+    if args.json:
+        print(json.dumps({"gpu": table.gpu, "source": table.source, "measured": table.measured,
+                          "scope": args.scope,
+                          "curves": [c.to_dict() for v in variants for c in shown[v]]}, indent=2))
+        return 0
+    flag = "" if table.measured else ", NOT MEASURED"
+    console.print(f"service table: {escape(table.gpu)} ({table.source}{flag})")
+    for v, curves in shown.items():
         sass = curves[0].sass or "?"
         t = Table(title=f"S(n) cycles per warp instruction: {v} ({args.scope}, SASS: {sass})")
         t.add_column("pattern")
@@ -195,5 +207,5 @@ def run_table(args: argparse.Namespace) -> int:
             t.add_column(f"n={n}", justify="right")
         for c in curves:
             t.add_row(c.pattern, f"{c.wavefronts:g}", *(f"{s:.1f}" for s in c.cycles))
-        console.print(t)
+        show(console, t)
     return 0

@@ -24,7 +24,8 @@ from importlib import resources
 from pathlib import Path
 
 from smemkit.atomics.kernels import DTYPE_BYTES, PATTERNS, SUPPORTED, Variant, nominal_wavefronts
-from smemkit.errors import InvalidArgumentError
+from smemkit.errors import InvalidArgumentError, check_int_range, check_number_range
+from smemkit.inputs import existing_file, read_text
 
 # 6 is on the grid because add (int32, distinct banks) runs slower at 6 warps than at 4 on the H200
 # (0.712 vs 0.792 warp instructions per cycle, benchmarks/results/h200/atomics.json): a dip no
@@ -48,12 +49,23 @@ class ServiceCurve:
     sass: str | None = None  # native | cas_loop | mixed | None (not checked)
 
     def __post_init__(self) -> None:
+        for label in ("variant", "pattern"):
+            if not isinstance(getattr(self, label), str) or not getattr(self, label):
+                raise InvalidArgumentError(f"curve {self.key}: {label} must be a non-empty string")
+        if self.scope not in SCOPES:
+            raise InvalidArgumentError(f"curve {self.key}: scope {self.scope!r}; allowed: "
+                                       f"{', '.join(SCOPES)}")
+        if self.sass is not None and not isinstance(self.sass, str):
+            raise InvalidArgumentError(f"curve {self.key}: sass must be a string or null, got {self.sass!r}")
+        check_number_range(f"curve {self.key}: wavefronts", self.wavefronts, 1e-3, 1024)
         if len(self.n) != len(self.cycles) or not self.n:
             raise InvalidArgumentError(f"curve {self.key}: n and cycles must be equal, non-empty lists")
+        for n in self.n:
+            check_int_range(f"curve {self.key}: n (warps per SM)", n, 1, 1024)
         if list(self.n) != sorted(set(self.n)):
             raise InvalidArgumentError(f"curve {self.key}: n must increase strictly, got {self.n}")
-        if min(self.cycles) <= 0:
-            raise InvalidArgumentError(f"curve {self.key}: service times must be positive")
+        for c in self.cycles:
+            check_number_range(f"curve {self.key}: service time (positive cycles)", c, 1e-6, 1e9)
 
     @property
     def key(self) -> tuple[str, str, str]:
@@ -79,8 +91,16 @@ class ServiceCurve:
 
     @classmethod
     def from_dict(cls, d: dict) -> ServiceCurve:
-        return cls(d["variant"], d["pattern"], d.get("scope", "private"), float(d["wavefronts"]),
-                   tuple(int(x) for x in d["n"]), tuple(float(x) for x in d["cycles"]), d.get("sass"))
+        if not isinstance(d, dict):
+            raise InvalidArgumentError(f"a curve must be a JSON object, got {type(d).__name__}")
+        missing = [k for k in ("variant", "pattern", "wavefronts", "n", "cycles") if k not in d]
+        if missing:
+            raise InvalidArgumentError(f"curve {d.get('variant')}/{d.get('pattern')} lacks "
+                                       f"{', '.join(missing)}")
+        if not isinstance(d["n"], list) or not isinstance(d["cycles"], list):
+            raise InvalidArgumentError(f"curve {d['variant']}/{d['pattern']}: n and cycles must be lists")
+        return cls(d["variant"], d["pattern"], d.get("scope", "private"), d["wavefronts"],
+                   tuple(d["n"]), tuple(d["cycles"]), d.get("sass"))
 
 
 @dataclass
@@ -177,13 +197,25 @@ class ServiceTable:
 
     @classmethod
     def from_dict(cls, d: dict) -> ServiceTable:
-        try:
-            table = cls(d["gpu"], d["source"], sm_count=int(d.get("sm_count", 132)),
-                        sm_clock_mhz=d.get("sm_clock_mhz"), notes=d.get("notes", ""))
-            for c in d["curves"]:
-                table.add(ServiceCurve.from_dict(c))
-        except (KeyError, TypeError, ValueError) as exc:
-            raise InvalidArgumentError(f"not a valid atomics service table: {exc!r}") from exc
+        """A table from its JSON form, every field checked (InvalidArgumentError names it)."""
+        if not isinstance(d, dict):
+            raise InvalidArgumentError(f"a service table is a JSON object, got {type(d).__name__}")
+        missing = [k for k in ("gpu", "source", "curves") if k not in d]
+        if missing:
+            raise InvalidArgumentError(f"not a valid atomics service table: lacks {', '.join(missing)} "
+                                       "(it has gpu, source, sm_count, sm_clock_mhz, notes, curves)")
+        for label in ("gpu", "source", "notes"):
+            if not isinstance(d.get(label, ""), str):
+                raise InvalidArgumentError(f"service table: {label} must be a string, got {d[label]!r}")
+        sm_count = check_int_range("service table: sm_count", d.get("sm_count", 132), 1, 100_000)
+        clock = d.get("sm_clock_mhz")
+        if clock is not None:
+            clock = check_number_range("service table: sm_clock_mhz", clock, 1.0, 1e5)
+        if not isinstance(d["curves"], list) or not d["curves"]:
+            raise InvalidArgumentError("service table: curves must be a non-empty list of curve objects")
+        table = cls(d["gpu"], d["source"], sm_count=sm_count, sm_clock_mhz=clock, notes=d.get("notes", ""))
+        for c in d["curves"]:
+            table.add(ServiceCurve.from_dict(c))
         return table
 
     def save(self, path: str | Path) -> None:
@@ -200,11 +232,13 @@ def load_table(path: str | Path | None = None) -> ServiceTable:
         data = json.loads(packaged.read_text())
     else:
         p = Path(path)
-        if not p.is_file():
+        if existing_file(p) is None:
             raise InvalidArgumentError(f"service table {p} does not exist")
         try:
-            data = json.loads(p.read_text())
-        except ValueError as exc:  # invalid JSON or not UTF-8
+            data = json.loads(read_text(p, "service table"))
+        except ValueError as exc:
+            if isinstance(exc, InvalidArgumentError):
+                raise
             raise InvalidArgumentError(f"{p} is not JSON: {exc}") from exc
     if not isinstance(data, dict):
         raise InvalidArgumentError(f"{path}: a service table is a JSON object, got {type(data).__name__}")
@@ -212,10 +246,8 @@ def load_table(path: str | Path | None = None) -> ServiceTable:
         data = data["service_table"]
     try:
         return ServiceTable.from_dict(data)
-    except (TypeError, KeyError, AttributeError, ValueError) as exc:
-        if isinstance(exc, InvalidArgumentError):
-            raise
-        raise InvalidArgumentError(f"{path}: malformed service table: {exc!r}") from exc
+    except InvalidArgumentError as exc:
+        raise InvalidArgumentError(f"{path or PACKAGED}: {exc}") from None
 
 
 # ---- the placeholder ---------------------------------------------------------------------------

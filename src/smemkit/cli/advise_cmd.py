@@ -3,9 +3,13 @@
 from __future__ import annotations
 
 import argparse
+import json
 
 from rich.console import Console
 from rich.table import Table
+
+from smemkit.cli.tables import show
+from smemkit.errors import check_int_range
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -14,16 +18,45 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--rows", type=int, required=True, help="rows M")
     p.add_argument("--width", type=int, required=True, help="row width N")
     p.add_argument("--profile", help="h100, h200, rtx5090 or a profile JSON (default: this GPU's)")
+    p.add_argument("--json", action="store_true", help="print the decision and every term as JSON")
     p.set_defaults(run=run)
+
+
+# One grid launch's limits: rows and the row width fit CUDA's 2**31 - 1 blocks and int32 indices.
+MAX_ROWS = MAX_WIDTH = 2**31 - 1
+
+
+def as_dict(e) -> dict:
+    """An Explanation as JSON-ready data (times in ms)."""
+    out = {"workload": e.workload, "rows": e.M, "width": e.N, "profile": e.profile.name,
+           "rejected": e.rejected, "inputs": e.inputs, "save_basis": e.save_basis,
+           "crossover": e.crossover, "crossover_widths": list(e.crossover_widths)}
+    if e.verdict is not None:
+        best = e.verdict.best
+        out["verdict"] = {"profitable": e.verdict.profitable, "best_P": best.P if best else None,
+                          "tie_ms": e.verdict.tie_ms,
+                          "terms": [{"P": t.P, "legal": t.legal, "reason": t.reason, "waves": t.waves,
+                                     "k": t.ctas_per_sm, "t_save": t.t_save, "t_ctrl": t.t_ctrl,
+                                     "t_replay": t.t_replay, "t_deposit": t.t_deposit, "t_dsm": t.t_dsm,
+                                     "delta": t.delta if t.legal else None} for t in e.verdict.terms]}
+    if e.measured is not None:
+        m = e.measured
+        out["baseline"] = {"ms": m.baseline_ms, "variant": m.baseline_variant,
+                           "ctas_per_sm": m.baseline_ctas_per_sm, "triton_ms": m.triton_ms}
+    return out
 
 
 def run(args: argparse.Namespace) -> int:
     from smemkit.reduction.advise import explain
     from smemkit.reduction.cost_model import dispatch_choice
 
+    check_int_range("--rows", args.rows, 1, MAX_ROWS)
+    check_int_range("--width", args.width, 1, MAX_WIDTH)
     e = explain(args.workload, args.rows, args.width, args.profile)
+    if args.json:
+        print(json.dumps(as_dict(e), indent=2))
+        return 0
     console = Console()
-    console.width = max(console.width, 110)  # every column whole, also when piped (80 by default)
     if e.rejected:
         console.print(f"[bold]verdict: keep the non-cluster kernel[/bold] - {e.rejected}")
         return 0
@@ -36,7 +69,7 @@ def run(args: argparse.Namespace) -> int:
             continue
         table.add_row(str(t.P), "yes", str(t.waves), f"{t.ctas_per_sm:.2f}", *(f"{v:.4f}" for v in (
             t.t_save, t.t_ctrl, t.t_replay, t.t_deposit, t.t_dsm, t.delta)))
-    console.print(table)
+    show(console, table)
     for t in e.verdict.terms:
         if not t.legal:
             console.print(f"P = {t.P} not legal: {t.reason}")

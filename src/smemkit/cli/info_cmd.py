@@ -7,6 +7,7 @@ import argparse
 from rich.console import Console
 from rich.table import Table
 
+from smemkit.cli.tables import show
 from smemkit.hw.profile import DeviceProfile, builtin_profiles, select_profile
 
 
@@ -80,5 +81,5 @@ def run(args: argparse.Namespace) -> int:
         console.print(f"  kernel cache   unusable: {exc}", markup=False)
     profile, reason = select_profile(args.profile)
     console.print(f"  profile        {profile.name}: {reason}")
-    console.print(profile_table(builtin_profiles(), "Embedded device profiles"))
+    show(console, profile_table(builtin_profiles(), "Embedded device profiles"))
     return 0

@@ -5,10 +5,11 @@ from __future__ import annotations
 import argparse
 import sys
 from collections.abc import Sequence
+from importlib import metadata
 
 from smemkit.atomics import cli as atomics_cli
 from smemkit.cli import advise_cmd, bench_cmd, cache_cmd, info_cmd, probe_cmd
-from smemkit.errors import SmemkitError
+from smemkit.errors import CompileError, SmemkitError
 from smemkit.offload import cli as offload_cli
 from smemkit.tiling import cli as tiling_cli
 
@@ -20,16 +21,36 @@ GPU_EXTRA_PACKAGES = frozenset({"torch", "cuda"})
 GPU_EXTRA_HINT = "needs the GPU extra: pip install 'smemkit[gpu]'"
 
 
+def version() -> str:
+    """The installed package's version, else (a source tree on the path) smemkit.__version__."""
+    try:
+        return metadata.version("smemkit")
+    except metadata.PackageNotFoundError:
+        import smemkit
+
+        return smemkit.__version__
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="smemkit",
         description="Memory-bound GPU kernels beyond one block's registers, with cost models "
         "that say when they pay.",
     )
+    parser.add_argument("--version", action="version", version=f"smemkit {version()}")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     for module in COMMANDS:
         module.register(sub)
     return parser
+
+
+def error_line(exc: SmemkitError) -> str:
+    """The error's message on one line: characters a user's input carried that would break it
+    (a newline or carriage return in a file name) are escaped. A compiler log keeps its lines."""
+    text = str(exc)
+    if isinstance(exc, CompileError):
+        return text
+    return "".join(c if c.isprintable() else repr(c)[1:-1] for c in text)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -37,7 +58,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         return int(args.run(args) or 0)
     except SmemkitError as exc:
-        print(f"smemkit: error: {exc}", file=sys.stderr)
+        print(f"smemkit: error: {error_line(exc)}", file=sys.stderr)
         return 2
     except ModuleNotFoundError as exc:
         if (exc.name or "").split(".")[0] not in GPU_EXTRA_PACKAGES:

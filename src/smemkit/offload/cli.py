@@ -8,13 +8,15 @@ from __future__ import annotations
 
 import argparse
 import json
-import math
+import re
 
 from rich.console import Console
 from rich.table import Table
 
+from smemkit.cli.tables import show
+from smemkit.errors import InvalidArgumentError, check_fraction, check_int_range, check_number_range
 from smemkit.offload.costmodel import hardware_from_profile
-from smemkit.offload.models import BUILTIN_MODELS, decode_ops, host_resident_bytes, load_model
+from smemkit.offload.models import BUILTIN_MODELS, MAX_DIM, decode_ops, host_resident_bytes, load_model
 from smemkit.offload.planner import (
     GIB,
     by_kind,
@@ -56,24 +58,41 @@ def register(sub: argparse._SubParsersAction) -> None:
     path.add_argument("--batch", type=int, required=True, help="input rows")
     path.add_argument("--ratio", type=float, required=True, help="offload ratio r in [0, 1]")
     path.add_argument("--profile", help="device profile: h100, h200, rtx5090 or a profile JSON file")
+    path.add_argument("--json", action="store_true", help="print the choice and the times as JSON")
     path.set_defaults(run=run_path)
 
 
-def parse_shape(text: str) -> tuple[int, int]:
-    """A weight shape written N_outxK ("4096x14336"), both positive."""
-    from smemkit.errors import InvalidArgumentError
+def relative_text(x: float) -> str:
+    """A relative difference for people: a percentage to three significant digits, and exactly
+    0 below 1e-9 (float rounding of two sums of the same terms, not a difference)."""
+    if abs(x) < 1e-9:
+        return "0 %"
+    return f"{x * 100:+.3g} %"
 
-    try:
-        n_out, k = (int(v) for v in text.lower().split("x"))
-    except ValueError:
-        raise InvalidArgumentError(f"shape {text!r}: expected N_outxK, e.g. 4096x14336") from None
-    if n_out < 1 or k < 1:
-        raise InvalidArgumentError(f"shape {text!r}: both sizes must be positive")
+
+def check_plan_args(args: argparse.Namespace) -> None:
+    """The plan's numbers, checked before any model or profile is read."""
+    check_int_range("--batch", args.batch, 1, MAX_DIM)
+    check_int_range("--seq", args.seq, 1, MAX_DIM)
+    check_number_range("--gpu-mem (GiB)", args.gpu_mem, 0.0, 1e9)
+    for label, value, high in (("--tflops", args.tflops, 1e6), ("--host-gbps", args.host_gbps, 1e5),
+                               ("--hbm-tbps", args.hbm_tbps, 1e3)):
+        if value is not None:
+            check_number_range(label, value, 1e-3, high)
+
+
+def parse_shape(text: str) -> tuple[int, int]:
+    """A weight shape written N_outxK ("4096x14336"), both in [1, 2**31 - 1]."""
+    m = re.fullmatch(r"\s*(\d+)\s*[xX]\s*(\d+)\s*", text)
+    if not m:
+        raise InvalidArgumentError(f"--shape {text!r}: expected N_outxK, e.g. 4096x14336")
+    n_out, k = int(m.group(1)), int(m.group(2))
+    if not (1 <= n_out <= MAX_DIM and 1 <= k <= MAX_DIM):
+        raise InvalidArgumentError(f"--shape {text!r}: both sizes must be in [1, {MAX_DIM}]")
     return n_out, k
 
 
 def run_path(args: argparse.Namespace, console: Console | None = None) -> int:
-    from smemkit.errors import InvalidArgumentError
     from smemkit.hw.profile import select_profile
     from smemkit.offload.split_rule import (
         KERNEL_MAX_ROWS,
@@ -85,32 +104,43 @@ def run_path(args: argparse.Namespace, console: Console | None = None) -> int:
 
     console = console or Console()
     n_out, k = parse_shape(args.shape)
-    if args.batch < 1:
-        raise InvalidArgumentError(f"--batch must be positive, got {args.batch}")
+    check_int_range("--batch", args.batch, 1, MAX_DIM)
+    check_fraction("--ratio", args.ratio)
     host_rows = host_rows_for_ratio(n_out, args.ratio)
     profile, reason = select_profile(args.profile)
     hw = hardware_from_profile(profile)
     host_bytes, hbm_bytes = host_rows * k * 2, (n_out - host_rows) * k * 2
+    fixed = fixed_path(args.batch, host_bytes, k)
+    large = fixed == "ring"  # more than KERNEL_MAX_ROWS rows
+    times = None if fixed in ("cublas", "kernel") else path_times(hbm_bytes, host_bytes, hw.hbm_bytes_per_s,
+                                                                  hw.host_bytes_per_s)
+    chosen = fixed or faster_path(times)
+    if fixed == "cublas":
+        why = "no host rows: the plain all-HBM product"
+    elif fixed == "kernel":
+        why = f"K = {k}: a ring slot cannot hold 16 weight rows"
+    elif large:
+        why = (f"more than {KERNEL_MAX_ROWS} rows: the ring measured faster at 56 of 60 points of batch "
+               "16, 32 and 64")
+    else:
+        why = "the faster by the model below"
+    shown = () if times is None else ("ideal", "ring") if large else ("ideal", "kernel", "ring")
+    if args.json:
+        print(json.dumps({"shape": [n_out, k], "batch": args.batch, "ratio": args.ratio,
+                          "host_rows": host_rows, "host_bytes": host_bytes, "hbm_bytes": hbm_bytes,
+                          "profile": profile.name, "path": chosen, "why": why,
+                          "times_s": {name: times[name] for name in shown}}, indent=2))
+        return 0
     console.print(f"[bold]split_linear path[/bold]  {n_out}x{k} bf16, batch {args.batch}, ratio "
                   f"{args.ratio} -> {host_rows} host rows ({host_bytes / 2**20:.1f} MiB), profile "
                   f"{profile.name} ({reason})")
-    fixed = fixed_path(args.batch, host_bytes, k)
-    if fixed == "cublas":
-        console.print("  path: cublas (no host rows: the plain all-HBM product)")
-        return 0
-    if fixed == "kernel":
-        console.print(f"  path: kernel (K = {k}: a ring slot cannot hold 16 weight rows)")
-        return 0
-    large = fixed is not None  # "ring": more than KERNEL_MAX_ROWS rows
-    times = path_times(hbm_bytes, host_bytes, hw.hbm_bytes_per_s, hw.host_bytes_per_s)
-    chosen = fixed or faster_path(times)
-    why = (f"more than {KERNEL_MAX_ROWS} rows: the ring measured faster at 56 of 60 points of batch "
-           "16, 32 and 64" if large else "the faster by the model below")
     console.print(f"  path: {chosen} ({why})")
-    for name in ("ideal", "ring") if large else ("ideal", "kernel", "ring"):
+    for name in shown:
         console.print(f"  {name:7s} {times[name] * 1e3:8.3f} ms")
-    console.print(f"  (memory-bound terms only: B_g, B_h from profile {profile.name}; the slowdown "
-                  "factors fitted to the H200 runs of 2026-11-30)")
+    if shown:
+        console.print(f"  (memory-bound terms only: B_g, B_h from profile {profile.name}; the kernel's "
+                      "slowdown factors and the ring's copy overhead fitted on the H200, see "
+                      "smemkit.offload.gemv and docs/offload.md)")
     return 0
 
 
@@ -118,13 +148,13 @@ def run(args: argparse.Namespace, console: Console | None = None) -> int:
     from smemkit.hw.profile import select_profile
 
     console = console or Console()
+    check_plan_args(args)
     cfg = load_model(args.model)
     ops = decode_ops(cfg, args.batch, args.seq)
     profile, reason = select_profile(args.profile)
     hw = hardware_from_profile(profile, tflops=args.tflops, host_gbps=args.host_gbps,
                                hbm_tbps=args.hbm_tbps)
-    gpu_bytes = args.gpu_mem * GIB if math.isfinite(args.gpu_mem) else args.gpu_mem
-    required = required_offload_bytes(ops, gpu_bytes)
+    required = required_offload_bytes(ops, args.gpu_mem * GIB)
     greedy = greedy_plan(ops, hw, required, exact=args.exact_budget)
     uniform = uniform_plan(ops, hw, required)
     oracle = oracle_plan(ops, hw, required, exact=args.exact_budget)
@@ -135,7 +165,8 @@ def run(args: argparse.Namespace, console: Console | None = None) -> int:
 
     if args.json:
         out = {
-            "model": cfg.name, "batch": args.batch, "seq": args.seq, "gpu_mem_gib": args.gpu_mem,
+            "model": cfg.name, "dtype": cfg.dtype, "batch": args.batch, "seq": args.seq,
+            "gpu_mem_gib": args.gpu_mem,
             "profile": profile.name,
             "hardware": {"hbm_bytes_per_s": hw.hbm_bytes_per_s, "host_bytes_per_s": hw.host_bytes_per_s,
                          "flops_per_s": hw.flops_per_s, "sources": hw.sources},
@@ -151,11 +182,13 @@ def run(args: argparse.Namespace, console: Console | None = None) -> int:
         return 0
 
     console.print(f"[bold]offload plan[/bold]  {cfg.name}: batch {args.batch}, context {args.seq}, "
-                  f"bf16, {len(ops)} ops per decode step")
+                  f"{cfg.dtype}, {len(ops)} ops per decode step")
     console.print(f"  profile  {profile.name}: {reason}")
     console.print(f"  B_g {hw.hbm_bytes_per_s / 1e12:.3f} TB/s  ({hw.sources['B_g']})")
     console.print(f"  B_h {hw.host_bytes_per_s / 1e9:.1f} GB/s  ({hw.sources['B_h']})")
     console.print(f"  F   {hw.flops_per_s / 1e12:.1f} TFLOP/s  ({hw.sources['F']})")
+    if cfg.dtype_bytes != 2 and args.tflops is None:
+        console.print(f"  note: F is the 16-bit tensor rate; for {cfg.dtype} weights pass --tflops")
     console.print(f"  balanced ratio B_h/(B_h+B_g) = {hw.balanced_ratio:.2%}")
     emb = host_resident_bytes(cfg)
     console.print(f"  weights {(held - kv) / GIB:.2f} GiB + KV {kv / GIB:.2f} GiB = {held / GIB:.2f} GiB; "
@@ -169,7 +202,7 @@ def run(args: argparse.Namespace, console: Console | None = None) -> int:
     for g, u, o in zip(kinds["greedy"], kinds["uniform"], kinds["oracle"], strict=True):
         table.add_row(g.kind, str(g.count), f"{g.bytes / GIB:.2f}", g.bound, f"{g.ratio:.1%}",
                       f"{u.ratio:.1%}", f"{o.ratio:.1%}", f"{g.time_s * 1e3:.2f}")
-    console.print(table)
+    show(console, table)
 
     mode = "exactly" if args.exact_budget else "at least"
     console.print(f"Predicted decode step (time per output token), offloading {mode} the required bytes:")
@@ -177,7 +210,7 @@ def run(args: argparse.Namespace, console: Console | None = None) -> int:
         console.print(f"  {name:8s} {plan.time_s * 1e3:9.3f} ms  {args.batch / plan.time_s:10.1f} tokens/s  "
                       f"offloads {plan.offloaded_bytes / GIB:.2f} GiB")
     gap = (greedy.time_s - oracle.time_s) / oracle.time_s
-    console.print(f"  greedy vs oracle: {gap:+.2e} relative; uniform / greedy = "
+    console.print(f"  greedy vs oracle: {relative_text(gap)}; uniform / greedy = "
                   f"{uniform.time_s / greedy.time_s:.3f}x")
     console.print("  (cost model only, not measured: max(C/F, (1-x)W/B_g, xW/B_h) per op. Bytes beyond the "
                   "turning points cost 1/B_h each on any op, so greedy and oracle ratios may differ at "

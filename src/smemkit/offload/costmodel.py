@@ -104,8 +104,8 @@ def turning_points(op: Op, hw: Hardware) -> TurningPoints:
 
 # Dense bf16 tensor-core rates (no sparsity) for the embedded profiles. Overridable (--tflops).
 DEFAULT_TFLOPS: dict[str, tuple[float, str]] = {
-    "h200_sxm": (790.0, "measured on our H200: 8192^3 bf16 torch.matmul, 769-798 TFLOP/s on random "
-                 "data (.library/device/KINDS.md); datasheet 989"),
+    "h200_sxm": (790.0, "measured on an H200: 8192^3 bf16 torch.matmul, 769-798 TFLOP/s on random "
+                 "data; datasheet 989"),
     "h100_sxm": (989.4, "H100 SXM datasheet, dense bf16 tensor (1979 with sparsity); not measured"),
     "rtx5090": (209.5, "RTX 5090 datasheet, dense FP16/BF16 tensor with FP32 accumulate; not measured"),
 }

@@ -13,10 +13,30 @@ import json
 from dataclasses import dataclass
 from pathlib import Path
 
-from smemkit.errors import InvalidArgumentError, check_positive_int, is_int
+from smemkit.errors import InvalidArgumentError, check_int_range, is_int
+from smemkit.inputs import existing_file, read_text
 from smemkit.offload.costmodel import Op
 
-BF16_BYTES = 2
+# Bytes per weight and KV element by the names config.json uses (``torch_dtype``, or ``dtype`` in
+# newer files). Without either the weights are taken as bfloat16, the common release format.
+DTYPE_BYTES = {"float32": 4, "float16": 2, "bfloat16": 2}
+_DTYPE_ALIASES = {"fp32": "float32", "float": "float32", "fp16": "float16", "half": "float16",
+                  "bf16": "bfloat16"}
+DEFAULT_DTYPE = "bfloat16"
+# Sizes beyond these are no decoder anyone builds; the bounds keep every byte count a finite float.
+MAX_DIM = 2**31 - 1
+MAX_LAYERS = 100_000
+
+
+def canonical_dtype(value: object, label: str) -> str:
+    """A weight dtype as config.json spells it ("bfloat16", "torch.float16", "fp32") -> the key
+    of DTYPE_BYTES; anything else is an InvalidArgumentError listing what is allowed."""
+    text = str(value).lower().removeprefix("torch.") if isinstance(value, str) else None
+    name = _DTYPE_ALIASES.get(text, text) if text is not None else None
+    if name not in DTYPE_BYTES:
+        raise InvalidArgumentError(f"{label} {value!r}: allowed are {', '.join(DTYPE_BYTES)} "
+                                   f"(or {', '.join(_DTYPE_ALIASES)})")
+    return name
 
 
 @dataclass(frozen=True)
@@ -33,19 +53,22 @@ class ModelConfig:
     head_dim: int
     gated_mlp: bool = True
     tie_word_embeddings: bool = False
-    dtype_bytes: int = BF16_BYTES
+    dtype: str = DEFAULT_DTYPE
 
     def __post_init__(self) -> None:
         for label in ("hidden_size", "intermediate_size", "num_attention_heads", "num_key_value_heads",
-                      "num_hidden_layers", "vocab_size", "head_dim", "dtype_bytes"):
-            value = getattr(self, label)
-            if not is_int(value) or value <= 0:
-                raise InvalidArgumentError(f"model '{self.name}': {label} must be a positive integer, "
-                                           f"got {value!r}")
+                      "vocab_size", "head_dim"):
+            check_int_range(f"model '{self.name}': {label}", getattr(self, label), 1, MAX_DIM)
+        check_int_range(f"model '{self.name}': num_hidden_layers", self.num_hidden_layers, 1, MAX_LAYERS)
+        object.__setattr__(self, "dtype", canonical_dtype(self.dtype, f"model '{self.name}': dtype"))
         if self.num_attention_heads % self.num_key_value_heads:
             raise InvalidArgumentError(
                 f"model '{self.name}': num_attention_heads ({self.num_attention_heads}) must be a "
                 f"multiple of num_key_value_heads ({self.num_key_value_heads})")
+
+    @property
+    def dtype_bytes(self) -> int:
+        return DTYPE_BYTES[self.dtype]
 
 
 # Public config.json values (checked 2026-11):
@@ -65,14 +88,14 @@ _UNGATED_TYPES = {"opt", "gpt2", "gpt_neox", "gptj", "falcon", "bloom", "phi"}
 
 
 def config_from_hf(data: dict, name: str = "config.json") -> ModelConfig:
-    """A ``ModelConfig`` from a HuggingFace config.json dict (bf16 weights assumed)."""
+    """A ``ModelConfig`` from a HuggingFace config.json dict; the weights' dtype from its
+    ``torch_dtype`` (or ``dtype``) field, bfloat16 when it has neither."""
     def need(*keys: str) -> int:
         for key in keys:
             if key in data:
                 value = data[key]
-                if not is_int(value) or value <= 0:
-                    raise InvalidArgumentError(f"{name}: '{key}' must be a positive integer, got {value!r}")
-                return value
+                return check_int_range(f"{name}: '{key}'", value, 1,
+                                       MAX_LAYERS if key == "num_hidden_layers" else MAX_DIM)
         raise InvalidArgumentError(f"{name}: missing '{keys[0]}' (a decoder-only HuggingFace "
                                    "config.json with hidden_size, intermediate_size or ffn_dim, "
                                    "num_attention_heads, num_hidden_layers and vocab_size is needed)")
@@ -89,8 +112,15 @@ def config_from_hf(data: dict, name: str = "config.json") -> ModelConfig:
         raise InvalidArgumentError(f"{name}: hidden size {hidden} is not a multiple of "
                                    f"{heads} heads and no head_dim is given")
     head_dim = data.get("head_dim") or hidden // heads
+    for key in ("num_key_value_heads", "head_dim"):
+        if data.get(key) is not None and (not is_int(data[key]) or data[key] < 1):
+            raise InvalidArgumentError(f"{name}: '{key}' must be a positive integer, got {data[key]!r}")
+    tie = data.get("tie_word_embeddings", model_type == "opt")
+    if not isinstance(tie, bool):
+        raise InvalidArgumentError(f"{name}: 'tie_word_embeddings' must be true or false, got {tie!r}")
+    dtype_key = "torch_dtype" if data.get("torch_dtype") is not None else "dtype"
+    dtype = canonical_dtype(data.get(dtype_key) or DEFAULT_DTYPE, f"{name}: '{dtype_key}'")
     ungated = model_type in _UNGATED_TYPES or ("ffn_dim" in data and "intermediate_size" not in data)
-    tie_default = model_type == "opt"
     return ModelConfig(
         name=name,
         hidden_size=hidden,
@@ -101,7 +131,8 @@ def config_from_hf(data: dict, name: str = "config.json") -> ModelConfig:
         vocab_size=need("vocab_size"),
         head_dim=head_dim,
         gated_mlp=not ungated,
-        tie_word_embeddings=bool(data.get("tie_word_embeddings", tie_default)),
+        tie_word_embeddings=tie,
+        dtype=dtype,
     )
 
 
@@ -110,16 +141,16 @@ def load_model(spec: str) -> ModelConfig:
     key = spec.lower()
     if key in BUILTIN_MODELS:
         return BUILTIN_MODELS[key]
-    path = Path(spec)
-    if path.is_dir():
-        path = path / "config.json"
-    if not path.is_file():
+    path = existing_file(spec) or existing_file(Path(spec) / "config.json")
+    if path is None:
         raise InvalidArgumentError(f"--model '{spec}' is neither a built-in model "
-                                   f"({', '.join(BUILTIN_MODELS)}) nor a config.json file")
+                                   f"({', '.join(BUILTIN_MODELS)}) nor a config.json file (or a folder "
+                                   "holding one)")
+    text = read_text(path, "model config")
     try:
-        data = json.loads(path.read_text())
-    except (OSError, ValueError) as exc:
-        raise InvalidArgumentError(f"--model '{spec}': cannot read JSON: {exc}") from exc
+        data = json.loads(text)
+    except ValueError as exc:
+        raise InvalidArgumentError(f"--model '{spec}': not JSON: {exc}") from exc
     if not isinstance(data, dict):
         raise InvalidArgumentError(f"--model '{spec}': expected a JSON object")
     return config_from_hf(data, name=str(path))
@@ -133,7 +164,7 @@ def decode_ops(cfg: ModelConfig, batch: int, seq: int) -> list[Op]:
     ``4 B L heads head_dim`` FLOPs (QK^T and PV).
     """
     for label, value in (("--batch", batch), ("--seq", seq)):
-        check_positive_int(label, value)
+        check_int_range(label, value, 1, MAX_DIM)
     d = cfg.dtype_bytes
     h, hd = cfg.hidden_size, cfg.head_dim
     q_dim, kv_dim = cfg.num_attention_heads * hd, cfg.num_key_value_heads * hd

@@ -8,13 +8,12 @@ per wave. Estimates are labelled as such: the model is only as good as its input
 
 from __future__ import annotations
 
-import importlib.util
 import math
 from dataclasses import dataclass
-from pathlib import Path
 
 from smemkit.errors import InvalidArgumentError
 from smemkit.hw.profile import DeviceProfile, select_profile
+from smemkit.inputs import existing_file, run_python_file
 from smemkit.reduction.cost_model import (
     CLUSTER_SIZES,
     KernelShape,
@@ -57,12 +56,10 @@ def load_spec(name_or_path: str) -> ReductionSpec:
         return BUILTIN[name_or_path]
     if name_or_path in NEGATIVE_CONTROLS:
         return NEGATIVE_CONTROLS[name_or_path]
-    path = Path(name_or_path)
-    if path.suffix == ".py" and path.is_file():
-        module_spec = importlib.util.spec_from_file_location(path.stem, path)
-        module = importlib.util.module_from_spec(module_spec)
-        module_spec.loader.exec_module(module)
-        found = [v for v in vars(module).values() if isinstance(v, ReductionSpec)]
+    path = existing_file(name_or_path)
+    if path is not None and path.suffix == ".py":
+        namespace = run_python_file(path, "workload spec file")
+        found = [v for v in namespace.values() if isinstance(v, ReductionSpec)]
         if len(found) == 1:
             return found[0]
         raise InvalidArgumentError(f"{path} defines {len(found)} ReductionSpec objects; expected one")

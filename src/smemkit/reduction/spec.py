@@ -181,8 +181,50 @@ class ReductionSpec:
         )
 
 
+def _check_types(spec: ReductionSpec) -> None:
+    """Each field of ``spec`` has the shape the dataclasses document (tuples of names, of
+    (name, expression) pairs, of Stage/Stat/Output), so a mistyped spec is named, not a crash."""
+    if not isinstance(spec.name, str) or not spec.name:
+        raise InvalidArgumentError(f"workload spec: name must be a non-empty string, got {spec.name!r}")
+    where = f"workload spec '{spec.name}'"
+
+    def strings(label: str, value) -> None:
+        if isinstance(value, str) or not isinstance(value, (tuple, list)) or \
+                not all(isinstance(v, str) for v in value):
+            raise InvalidArgumentError(f"{where}: {label} must be a tuple of names, got {value!r}")
+
+    def pairs(label: str, value, second: tuple[type, ...], what: str) -> None:
+        if not isinstance(value, (tuple, list)) or not all(
+                isinstance(p, (tuple, list)) and len(p) == 2 and isinstance(p[0], str)
+                and isinstance(p[1], second) and not isinstance(p[1], bool) for p in value):
+            raise InvalidArgumentError(f"{where}: {label} must be a tuple of (name, {what}) pairs, "
+                                       f"got {value!r}")
+
+    for label in ("inputs", "columns", "row_inputs"):
+        strings(label, getattr(spec, label))
+    pairs("scalars", spec.scalars, (int, float, type(None)), "default number or None")
+    pairs("lets", spec.lets, (str,), "expression")
+    pairs("row_outputs", spec.row_outputs, (str,), "expression")
+    if not isinstance(spec.description, str):
+        raise InvalidArgumentError(f"{where}: description must be a string")
+    if not isinstance(spec.stages, (tuple, list)) or not all(isinstance(st, Stage) for st in spec.stages):
+        raise InvalidArgumentError(f"{where}: stages must be a tuple of Stage objects")
+    for index, stage in enumerate(spec.stages, start=1):
+        if not isinstance(stage.stats, (tuple, list)) or not all(
+                isinstance(st, Stat) and all(isinstance(getattr(st, f), str) for f in ("name", "op", "expr"))
+                for st in stage.stats):
+            raise InvalidArgumentError(f"{where}: stage {index}: stats must be Stat(name, op, expr) "
+                                       "objects with string fields")
+        pairs(f"stage {index} derive", stage.derive, (str,), "expression")
+    if not isinstance(spec.outputs, (tuple, list)) or not all(
+            isinstance(o, Output) and isinstance(o.name, str) and isinstance(o.expr, str)
+            for o in spec.outputs):
+        raise InvalidArgumentError(f"{where}: outputs must be Output(name, expr, dtype) objects")
+
+
 def validate(spec: ReductionSpec) -> None:
     """Every name defined once and used only where it is available; raises InvalidArgumentError."""
+    _check_types(spec)
     where = f"workload spec '{spec.name}'"
     declared = [*spec.inputs, *spec.columns, *spec.row_inputs, *spec.scalar_names,
                 *(n for n, _ in spec.lets), *(o.name for o in spec.outputs),

@@ -12,7 +12,8 @@ import re
 from rich.console import Console
 from rich.markup import escape
 
-from smemkit.errors import InvalidArgumentError
+from smemkit.cli.tables import show
+from smemkit.errors import InvalidArgumentError, check_int_range
 from smemkit.tiling import render
 from smemkit.tiling.advisor import advise
 from smemkit.tiling.examples import BUILTIN
@@ -74,7 +75,32 @@ def run_list(args: argparse.Namespace) -> int:
     return 0
 
 
+# What the bank rule and the occupancy calculator matched on the H200 (Nsight Compute's wavefronts
+# per microkernel, the driver's occupancy per configuration): benchmarks/results/h200/tiling.json,
+# "summary" (a test checks these numbers against that file).
+VALIDATION = {"wavefronts": (149, 150), "occupancy": (60, 60), "clusters": (60, 60)}
+
+
+def validation_note() -> str:
+    wf, occ, cl = (VALIDATION[k] for k in ("wavefronts", "occupancy", "clusters"))
+    return (f"Model: the bank rule of docs/tiling.md. On the H200 it gave Nsight Compute's wavefronts for "
+            f"{wf[0]} of {wf[1]} microkernels, and the occupancy calculator the driver's answer for "
+            f"{occ[0]} of {occ[1]} configurations and {cl[0]} of {cl[1]} cluster records "
+            "(benchmarks/results/h200/tiling.json).")
+
+
+def check_analyze_args(args: argparse.Namespace) -> None:
+    """The numeric options, checked before the pattern is read."""
+    if args.regs is not None:
+        check_int_range("--regs", args.regs, 0, 255)
+    if args.max_pad is not None:
+        check_int_range("--max-pad (elements)", args.max_pad, 0, 1024)
+    if args.warp is not None:
+        check_int_range("--warp", args.warp, 0, 31)  # at most 1024 threads: warps 0..31
+
+
 def run_analyze(args: argparse.Namespace) -> int:
+    check_analyze_args(args)
     pattern = load_pattern(args.pattern)
     report = analyze(pattern)
     advice = None if args.no_advice else advise(pattern, args.arch, args.regs, args.max_pad)
@@ -84,18 +110,17 @@ def run_analyze(args: argparse.Namespace) -> int:
     console = Console()
     if pattern.description:
         console.print(escape(pattern.description))
-    console.print(render.summary_table(report))
+    show(console, render.summary_table(report))
     for acc in report.accesses:
-        console.print(render.instruction_table(acc, args.all_instructions))
+        show(console, render.instruction_table(acc, args.all_instructions))
     for acc, inst in _pictures(report, args.warp):
         loop = ", ".join(f"{k}={v}" for k, v in inst.loop.items())
         title = (f"bank picture: {acc.access.title}, warp {inst.warp}{', ' + loop if loop else ''}: "
                  f"{inst.result.wavefronts} wavefront(s), ideal {inst.result.ideal}")
-        console.print(render.bank_table(inst.result, title))
+        show(console, render.bank_table(inst.result, title))
     if advice is not None:
-        console.print(render.advice_table(advice))
-    console.print("[dim]Model: SPEC §4 rule (see docs/tiling.md); not yet validated against Nsight "
-                  "Compute on the device.[/dim]")
+        show(console, render.advice_table(advice))
+    console.print(f"[dim]{validation_note()}[/dim]")
     return 0
 
 
@@ -111,13 +136,14 @@ def _pictures(report: PatternReport, warp: int | None) -> list[tuple[AccessRepor
 
 
 def run_occupancy(args: argparse.Namespace) -> int:
+    # occupancy() checks threads, regs, smem, the carveout and the cluster size against the arch
     occ = occupancy(args.arch, args.threads, args.regs, args.smem, cluster=args.cluster,
                     carveout_kb=args.carveout, non_portable_cluster=args.non_portable)
     if args.json:
         print(json.dumps(render.occupancy_dict(occ), indent=2))
         return 0
     console = Console()
-    console.print(render.occupancy_table(occ))
+    show(console, render.occupancy_table(occ))
     console.print(f"limited by: {', '.join(occ.limiting)}")
     for note in occ.notes:
         console.print(f"note: {note}")

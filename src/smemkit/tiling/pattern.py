@@ -25,13 +25,16 @@ import math
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 
-from smemkit.errors import InvalidArgumentError
+from smemkit.errors import InvalidArgumentError, is_int
 from smemkit.tiling import expr
 from smemkit.tiling.banks import WARP, WIDTHS, WarpAccess, warp_access
 from smemkit.tiling.layout import SmemLayout
 
 IndexSpec = str | Sequence[str] | Callable[[Mapping[str, int]], int | tuple]
 THREAD_VARS = ("tx", "ty", "tz", "tid", "lane", "warp")
+# Warp instructions of one access the analysis walks lane by lane (in Python); the built-in
+# examples need at most 4096.
+MAX_INSTRUCTIONS = 32768
 
 
 @dataclass(frozen=True)
@@ -47,7 +50,10 @@ class Access:
     label: str = ""
 
     def __post_init__(self) -> None:
-        if self.width not in WIDTHS:
+        if not isinstance(self.array, str) or not isinstance(self.label, str):
+            raise InvalidArgumentError(f"access: array and label must be strings, got {self.array!r}, "
+                                       f"{self.label!r}")
+        if self.width not in WIDTHS or not is_int(self.width):
             raise InvalidArgumentError(f"access {self.title}: width={self.width!r}; allowed {WIDTHS} bits")
         if self.op not in ("load", "store"):
             raise InvalidArgumentError(f"access {self.title}: op={self.op!r}; allowed 'load' or 'store'")
@@ -57,7 +63,7 @@ class Access:
                 raise InvalidArgumentError(f"loop variable {name!r}: must be an identifier other than "
                                            f"{', '.join(THREAD_VARS)}")
             values = tuple(values)
-            if not values or not all(isinstance(v, int) for v in values):
+            if not values or not all(is_int(v) for v in values):
                 raise InvalidArgumentError(f"loop variable {name!r}: give a non-empty list of integers")
             loops[name] = values
         object.__setattr__(self, "loops", loops)
@@ -74,6 +80,9 @@ class Access:
                                            "a list of strings, or a callable taking a dict")
         if isinstance(self.active, str):
             expr.parse(self.active)
+        elif self.active is not None and not callable(self.active):
+            raise InvalidArgumentError(f"access {self.title}: active must be a string expression, a "
+                                       f"callable taking a dict, or None, got {self.active!r}")
 
     @property
     def title(self) -> str:
@@ -85,7 +94,7 @@ class Access:
         elif isinstance(self.index, tuple):
             value = tuple(expr.evaluate(s, env) for s in self.index)
         else:
-            value = self.index(dict(env))
+            value = _call(self.index, env, self, "index")
         if isinstance(value, (list, tuple)):
             return tuple(_as_int(v, self) for v in value)
         return _as_int(value, self)
@@ -95,7 +104,18 @@ class Access:
             return True
         if isinstance(self.active, str):
             return bool(expr.evaluate(self.active, env))
-        return bool(self.active(dict(env)))
+        return bool(_call(self.active, env, self, "active"))
+
+
+def _call(function: Callable, env: Mapping[str, int], access: Access, what: str):
+    """A user's index or predicate function at ``env``; what it raises names the access."""
+    try:
+        return function(dict(env))
+    except InvalidArgumentError:
+        raise
+    except Exception as exc:
+        raise InvalidArgumentError(f"access {access.title}: the {what} function raised "
+                                   f"{type(exc).__name__}: {exc} at {dict(env)}") from None
 
 
 def _as_int(value, access: Access) -> int:
@@ -117,9 +137,24 @@ class Pattern:
     extra_smem: int = 0
 
     def __post_init__(self) -> None:
-        block = tuple(self.block) + (1,) * (3 - len(tuple(self.block)))
-        if len(block) != 3 or any(not isinstance(n, int) or n <= 0 for n in block) or math.prod(block) > 1024:
+        if not isinstance(self.block, Sequence):
             raise InvalidArgumentError(f"block={self.block!r}: give 1-3 positive sizes, at most 1024 threads")
+        block = tuple(self.block) + (1,) * (3 - len(tuple(self.block)))
+        if len(block) != 3 or any(not is_int(n) or n <= 0 for n in block) or math.prod(block) > 1024:
+            raise InvalidArgumentError(f"block={self.block!r}: give 1-3 positive sizes, at most 1024 threads")
+        if not isinstance(self.name, str) or not isinstance(self.description, str):
+            raise InvalidArgumentError(f"pattern: name and description must be strings, got {self.name!r}")
+        if not is_int(self.regs) or not 0 <= self.regs <= 255:
+            raise InvalidArgumentError(f"pattern {self.name!r}: regs={self.regs!r}; allowed: an integer "
+                                       "in [0, 255] (registers per thread)")
+        if not is_int(self.extra_smem) or not 0 <= self.extra_smem <= 2**31:
+            raise InvalidArgumentError(f"pattern {self.name!r}: extra_smem={self.extra_smem!r}; allowed: "
+                                       "an integer number of bytes >= 0")
+        if not isinstance(self.arrays, Mapping) or not all(
+                isinstance(k, str) and isinstance(v, SmemLayout) for k, v in self.arrays.items()):
+            raise InvalidArgumentError(f"pattern {self.name!r}: arrays must map names to SmemLayout")
+        if not all(isinstance(a, Access) for a in self.accesses):
+            raise InvalidArgumentError(f"pattern {self.name!r}: accesses must be Access objects")
         object.__setattr__(self, "block", block)
         object.__setattr__(self, "arrays", dict(self.arrays))
         object.__setattr__(self, "accesses", tuple(self.accesses))
@@ -129,6 +164,10 @@ class Pattern:
             if a.array not in self.arrays:
                 raise InvalidArgumentError(f"access {a.title}: array {a.array!r} is not declared; "
                                            f"declared: {', '.join(self.arrays) or 'none'}")
+            count = math.prod(len(v) for v in a.loops.values()) * self.warps
+            if count > MAX_INSTRUCTIONS:
+                raise InvalidArgumentError(f"access {a.title}: {count} warp instructions (loop values x "
+                                           f"warps); at most {MAX_INSTRUCTIONS} are analyzed")
 
     @property
     def threads(self) -> int:

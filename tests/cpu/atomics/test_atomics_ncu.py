@@ -101,9 +101,12 @@ def test_per_launch_and_pattern(table):
     recs = ncu.read_report(DATA / "raw_rollups.csv")
     res = analyze(recs, table, per_launch=True)
     assert [a.kernel for a in res][:2] == ["k_rollup [launch 0]", "k_rollup [launch 1]"]
-    res = analyze(recs[:1], table, pattern="conflict4")
-    s = (500_000 * 8.0 + 100_000 * 12.0) / 600_000  # conflict4: add 2*4, cas 3*4
+    res = analyze(recs[:1], table, pattern="distinct_banks")
+    s = (500_000 * 2.0 + 100_000 * 3.0) / 600_000  # distinct_banks: add 2, cas 3 cycles
     assert res[0].service_cycles == pytest.approx(s)
+    # conflict4 prices 4 wavefronts per instruction where the counters show 1: U = 2.17, impossible
+    with pytest.raises(InvalidArgumentError, match="inconsistent.*--pattern conflict4"):
+        analyze(recs[:1], table, pattern="conflict4")
 
 
 def test_inclusive_counters_detected():
