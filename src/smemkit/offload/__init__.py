@@ -49,6 +49,7 @@ __all__ = [
     "turning_points", "uniform_plan",
     "BatchSplitCache", "CpuPlacement", "GpuPlacement", "OffloadFitError", "OffloadedModel",
     "host_seqs_for_ratio", "load_offloaded", "model_config_from_source", "offload_model",
+    "DecodeEngine", "DecodeGraphError", "decode_engine",
 ]
 
 # name -> submodule, imported on first access (PEP 562): these need torch.
@@ -63,6 +64,7 @@ _LAZY = {
     "OffloadedModel": "hf_model", "offload_model": "hf_model", "load_offloaded": "hf_checkpoint",
     "BatchSplitCache": "hf_cache", "OffloadFitError": "hf_layout", "CpuPlacement": "placement",
     "GpuPlacement": "placement", "model_config_from_source": "model_source",
+    "DecodeEngine": "decode_graph", "DecodeGraphError": "decode_graph", "decode_engine": "decode_graph",
 }
 
 

@@ -16,7 +16,7 @@ from rich.table import Table
 from smemkit.cli.tables import show
 from smemkit.errors import InvalidArgumentError, check_fraction, check_int_range, check_number_range
 from smemkit.offload.costmodel import hardware_from_profile
-from smemkit.offload.models import BUILTIN_MODELS, MAX_DIM, decode_ops, host_resident_bytes, load_model
+from smemkit.offload.models import BUILTIN_MODELS, MAX_DIM, decode_ops, host_resident_bytes
 from smemkit.offload.planner import (
     GIB,
     by_kind,
@@ -49,6 +49,9 @@ def register(sub: argparse._SubParsersAction) -> None:
                       help="offload exactly the required bytes (DAK's equality) instead of at least them")
     plan.add_argument("--json", action="store_true", help="print the plans as JSON")
     plan.set_defaults(run=run)
+    from smemkit.offload import run_cmd
+
+    run_cmd.register(actions)
     path = actions.add_parser(
         "path", help="which split_linear path runs for a weight, batch and ratio, and the model's times",
         description="The rule split_linear(path='auto') applies (docs/offload.md): cuBLAS with no "
@@ -149,7 +152,9 @@ def run(args: argparse.Namespace, console: Console | None = None) -> int:
 
     console = console or Console()
     check_plan_args(args)
-    cfg = load_model(args.model)
+    from smemkit.offload.model_source import model_config_from_source
+
+    cfg = model_config_from_source(args.model)
     ops = decode_ops(cfg, args.batch, args.seq)
     profile, reason = select_profile(args.profile)
     hw = hardware_from_profile(profile, tflops=args.tflops, host_gbps=args.host_gbps,

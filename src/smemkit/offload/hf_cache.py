@@ -40,6 +40,7 @@ class BatchSplitLayer(CacheLayerMixin):
         self.k_hbm = placement.hbm_empty((self.b_hbm, heads, length, dim), dtype)
         self.v_hbm = placement.hbm_empty((self.b_hbm, heads, length, dim), dtype)
         both = placement.pinned_empty((2, split.host_seqs, heads, length, dim), dtype)
+        self.kv_host = both  # one allocation: the decode engine stages and aliases it whole
         self.k_host, self.v_host = both[0], both[1]
         self.dtype, self.device = dtype, placement.device
         self.length = 0

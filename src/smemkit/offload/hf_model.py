@@ -14,8 +14,8 @@ from __future__ import annotations
 
 import inspect
 import math
-from collections.abc import Iterable
-from dataclasses import dataclass
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, field, replace
 from typing import Protocol
 
 import torch
@@ -23,6 +23,8 @@ from torch import nn
 
 from smemkit.errors import InvalidArgumentError
 from smemkit.offload import (
+    Hardware,
+    Op,
     Plan,
     decode_ops,
     greedy_plan,
@@ -86,6 +88,7 @@ class OffloadedModel:
     layout: OffloadLayout
     kv_cache: BatchSplitCache
     placement: Placement
+    _engine: object = field(default=None, repr=False, compare=False)
 
     @property
     def plan(self) -> Plan:
@@ -112,15 +115,39 @@ class OffloadedModel:
         self.kv_cache.reset()
         return self.kv_cache
 
-    def generate(self, *args, **kwargs):
+    def engine(self):
+        """The model's :class:`~.decode_graph.DecodeEngine` (made on first use, then kept: its
+        captured graph is replayed by later calls). It shares the split cache's buffers."""
+        if self._engine is None:
+            from smemkit.offload.decode_graph import decode_engine
+
+            self._engine = decode_engine(self)
+        return self._engine
+
+    def generate(self, *args, graph: bool | None = None, **kwargs):
         """``model.generate`` with the emptied split cache passed under the name this transformers
-        version takes (``past_key_values``; ``cache`` from 5.2x on)."""
+        version takes (``past_key_values``; ``cache`` from 5.2x on).
+
+        ``graph=True`` / ``graph=False`` instead runs greedy decoding on :meth:`engine` (decode
+        step replayed as one CUDA graph, or the same step eagerly): ``generate(input_ids,
+        max_new_tokens=T, graph=True)`` returns the (B, L + T) tokens, as ``model.generate`` does."""
+        if graph is not None:
+            ids = args[0] if args else kwargs.pop("input_ids")
+            steps = kwargs.pop("max_new_tokens", None)
+            kwargs.pop("attention_mask", None)  # the engine decodes unpadded batches only
+            for key in ("do_sample", "min_new_tokens"):
+                kwargs.pop(key, None)
+            if kwargs:
+                raise InvalidArgumentError(f"generate(graph=...) takes input_ids and max_new_tokens only, "
+                                           f"not {', '.join(sorted(kwargs))}")
+            return self.engine().generate(ids, steps, graph=graph)
         params = inspect.signature(self.model.forward).parameters
         kwargs["cache" if "cache" in params else "past_key_values"] = self.cache()
         return self.model.generate(*args, **kwargs)
 
     def free(self) -> None:
         """Release the pinned memory (weights, cache, embedding) now; the model is unusable after."""
+        self._engine = None  # its graph points at the memory freed below
         for module in self.model.modules():
             if hasattr(module, "split_weight"):
                 module.free()
@@ -128,7 +155,9 @@ class OffloadedModel:
 
 
 def _check_options(gpu_mem_gib: float | None, ratio: float | None, plan: str | None, batch: int,
-                   max_seq_len: int, workspace_gib: float | None) -> str:
+                   max_seq_len: int, workspace_gib: float | None, offload_kv: bool = True) -> str:
+    if not isinstance(offload_kv, bool):
+        raise InvalidArgumentError(f"offload_kv must be True or False, got {offload_kv!r}")
     if (gpu_mem_gib is None) == (ratio is None):
         raise InvalidArgumentError("give exactly one of gpu_mem_gib (an HBM budget in GiB) and ratio "
                                    "(the share of weight and KV bytes to offload, in [0, 1])")
@@ -157,12 +186,28 @@ def _device_bytes(tensors: Iterable[torch.Tensor], device: torch.device) -> int:
     return total
 
 
+def weights_only(method: Callable[[Sequence[Op], Hardware, float], Plan], ops: Sequence[Op], hw: Hardware,
+                 required: float) -> Plan:
+    """``method``'s plan over the linear ops alone, with every KV cache (attention op) kept in HBM:
+    the plan of a weight-offload run. Attention ops get ratio 0 and their all-HBM time."""
+    movable = [op for op in ops if op.kind != "attention"]
+    sub = method(movable, hw, required)
+    base = uniform_plan(ops, hw, 0.0)
+    picked = iter(zip(sub.ratios, sub.op_times, strict=True))
+    ratios, times = [], []
+    for op, t0 in zip(ops, base.op_times, strict=True):
+        r, t = (0.0, t0) if op.kind == "attention" else next(picked)
+        ratios.append(r)
+        times.append(t)
+    return replace(sub, ratios=tuple(ratios), op_times=tuple(times))
+
+
 def plan_layout(model: nn.Module, *, gpu_mem_gib: float | None = None, ratio: float | None = None,
                 plan: str | None = None, batch: int, max_seq_len: int, profile: str | None = None,
-                workspace_gib: float | None = None) -> OffloadLayout:
+                workspace_gib: float | None = None, offload_kv: bool = True) -> OffloadLayout:
     """The layout ``offload_model`` would make, without checking it against a device or moving
     anything (``model`` may live on the meta device)."""
-    chosen = _check_options(gpu_mem_gib, ratio, plan, batch, max_seq_len, workspace_gib)
+    chosen = _check_options(gpu_mem_gib, ratio, plan, batch, max_seq_len, workspace_gib, offload_kv)
     from smemkit.hw.profile import select_profile
 
     cfg, dtype = check_model(model)
@@ -185,15 +230,17 @@ def plan_layout(model: nn.Module, *, gpu_mem_gib: float | None = None, ratio: fl
         required = required_offload_bytes(ops, budget - fixed)
         planned = required
     else:
-        planned = ratio * math.fsum(op.weight_bytes for op in ops)
-    per_op = (greedy_plan if chosen == "greedy" else uniform_plan)(ops, hw, planned)
+        planned = ratio * math.fsum(op.weight_bytes for op in ops if offload_kv or op.kind != "attention")
+    method = greedy_plan if chosen == "greedy" else uniform_plan
+    per_op = method(ops, hw, planned) if offload_kv else weights_only(method, ops, hw, planned)
     return make_layout(model, cfg, dtype, ops, per_op, batch=batch, max_seq_len=max_seq_len,
                        required_bytes=required, workspace=workspace)
 
 
 def offload_model(model: nn.Module, *, gpu_mem_gib: float | None = None, ratio: float | None = None,
                   plan: str | None = None, batch: int, max_seq_len: int, profile: str | None = None,
-                  workspace_gib: float | None = None, placement: Placement | None = None) -> OffloadedModel:
+                  workspace_gib: float | None = None, placement: Placement | None = None,
+                  offload_kv: bool = True) -> OffloadedModel:
     """Offload ``model`` (a Hugging Face Llama, Mistral, Qwen2/3 or OPT in bf16/fp16) in place.
 
     Give ``gpu_mem_gib`` (HBM for weights + KV + the rest + workspace; the planner offloads what
@@ -202,13 +249,16 @@ def offload_model(model: nn.Module, *, gpu_mem_gib: float | None = None, ratio: 
     ``batch`` and ``max_seq_len`` size the KV cache and the plan; ``profile`` names the device
     profile (default: the current GPU's); ``workspace_gib`` overrides the workspace estimate.
     ``placement`` defaults to :class:`~.placement.GpuPlacement` on the current device.
+    ``offload_kv=False`` keeps every KV cache in HBM and offloads weights only (``ratio`` is then
+    the share of the weight bytes).
 
     Raises ``OffloadFitError`` (missing bytes named) before anything is moved when HBM, the budget
     or pinned memory is short. Returns an :class:`OffloadedModel`; use ``result.generate(...)`` or
     ``model.generate(..., past_key_values=result.cache())``.
     """
     layout = plan_layout(model, gpu_mem_gib=gpu_mem_gib, ratio=ratio, plan=plan, batch=batch,
-                         max_seq_len=max_seq_len, profile=profile, workspace_gib=workspace_gib)
+                         max_seq_len=max_seq_len, profile=profile, workspace_gib=workspace_gib,
+                         offload_kv=offload_kv)
     placement = placement or GpuPlacement()
     tensors = ModuleTensors(model)
     resident = _device_bytes([*model.parameters(), *model.buffers()], placement.device)
@@ -283,13 +333,16 @@ def _place_embedding(model: nn.Module, source: TensorSource, layout: OffloadLayo
     padding = getattr(old, "padding_idx", None)
     if layout.tied_embedding:
         split = model.get_submodule(head_name).split_weight
+        view = getattr(split, "host_cuda_view", None) or (lambda: placement.device_view(split.host))
         new = SplitEmbedding(split.hbm, split.host, padding)  # the table was read once, as the head
     else:
         weight = source.get(f"{layout.embedding}.weight")
         host = placement.pinned_empty(tuple(weight.shape), layout.dtype)
         host.copy_(weight)
         del weight
+        view = lambda: placement.device_view(host)  # noqa: E731
         new = SplitEmbedding(placement.hbm_empty((0, host.shape[1]), layout.dtype), host, padding)
+    new.attach_host_view(view)
     setattr(parent, leaf, new)
 
 

@@ -12,11 +12,16 @@ from. They check placement and plumbing on the CPU; they offload nothing.
 
 ``SplitEmbedding`` is the input embedding table split the same way. An untied table lives wholly
 in host memory (the planner's assumption: a decode step reads only B of its rows); a table tied
-to the LM head shares that head's two parts. Rows in host memory are gathered on the CPU and
-copied to the device: correct, and a synchronisation per forward.
+to the LM head shares that head's two parts. Rows in host memory are read in place through a
+device alias of their pinned memory (:meth:`SplitEmbedding.attach_host_view`): a gather kernel
+reading B rows over the host link, no synchronisation, capturable in a CUDA graph. Where no alias
+can be made the rows are gathered on the CPU and copied over (correct, a synchronisation per
+forward, and not capturable: the decode engine's capture then fails naming it).
 """
 
 from __future__ import annotations
+
+from collections.abc import Callable
 
 import torch
 import torch.nn.functional as F
@@ -99,13 +104,28 @@ class SplitEmbedding(nn.Module):
         self.num_embeddings = hbm.shape[0] + host.shape[0]
         self.embedding_dim = hbm.shape[1]
         self.padding_idx = padding_idx
+        self.host_view: torch.Tensor | None = None
+        self.host_view_error: str | None = None
+
+    def attach_host_view(self, make: Callable[[], torch.Tensor]) -> None:
+        """Read the host rows through ``make()``, a tensor on the compute device aliasing them;
+        if making it fails, keep the CPU gather and remember why (``host_view_error``)."""
+        if self.host.shape[0] == 0:
+            return
+        try:
+            self.host_view = make()
+        except Exception as exc:  # torch or the driver refused the alias
+            self.host_view_error = f"{type(exc).__name__}: {exc}"
 
     def forward(self, ids: torch.Tensor) -> torch.Tensor:
         n_hbm = self.hbm.shape[0]
         if self.host.shape[0] == 0:
             return F.embedding(ids, self.hbm)
-        host_ids = (ids - n_hbm).clamp(min=0).to(self.host.device)
-        from_host = F.embedding(host_ids, self.host).to(self.hbm.device)
+        host_ids = (ids - n_hbm).clamp(min=0)
+        if self.host_view is not None:
+            from_host = F.embedding(host_ids, self.host_view)
+        else:
+            from_host = F.embedding(host_ids.to(self.host.device), self.host).to(self.hbm.device)
         if n_hbm == 0:
             return from_host
         from_hbm = F.embedding(ids.clamp(max=n_hbm - 1), self.hbm)

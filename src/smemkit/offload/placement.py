@@ -40,6 +40,10 @@ class Placement(Protocol):
     def pinned_empty(self, shape: tuple[int, ...], dtype: torch.dtype) -> torch.Tensor:
         """An uninitialised CPU tensor in host memory the device can read."""
 
+    def device_view(self, host: torch.Tensor) -> torch.Tensor:
+        """A tensor on ``device`` aliasing ``host`` (a whole ``pinned_empty`` allocation): kernels
+        read and write the host memory through it in place (CUDA-graph-safe host access)."""
+
     def split_linear(self, weight: torch.Tensor, bias: torch.Tensor | None, ratio: float) -> nn.Module:
         """A linear whose weight's last ``ratio`` of rows (rounded by ``host_rows_for_ratio``) sit
         in host memory; the module exposes ``split_weight`` (``hbm``, ``host``, ``host_rows``)."""
@@ -105,6 +109,15 @@ class GpuPlacement:
         self._buffers.append(buffer)
         return buffer.tensor(dtype, tuple(shape))
 
+    def device_view(self, host: torch.Tensor) -> torch.Tensor:
+        if host.numel() == 0:
+            return torch.empty(tuple(host.shape), dtype=host.dtype, device=self.device)
+        nbytes = host.numel() * host.element_size()
+        for buffer in self._buffers:
+            if not buffer.freed and buffer.host_ptr == host.data_ptr() and buffer.nbytes == nbytes:
+                return buffer.cuda_view(host.dtype, tuple(host.shape))
+        raise InvalidArgumentError("device_view takes a whole tensor from this placement's pinned_empty")
+
     def split_linear(self, weight: torch.Tensor, bias: torch.Tensor | None, ratio: float) -> nn.Module:
         from smemkit.offload import SplitWeight
         from smemkit.offload.hf_modules import StridedOffloadedLinear
@@ -147,6 +160,9 @@ class CpuPlacement:
 
     def pinned_empty(self, shape: tuple[int, ...], dtype: torch.dtype) -> torch.Tensor:
         return torch.empty(shape, dtype=dtype)
+
+    def device_view(self, host: torch.Tensor) -> torch.Tensor:
+        return host  # the "device" is the CPU: the host tensor is its own view
 
     def split_linear(self, weight: torch.Tensor, bias: torch.Tensor | None, ratio: float) -> nn.Module:
         from smemkit.offload import host_rows_for_ratio
