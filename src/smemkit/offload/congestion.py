@@ -23,7 +23,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass
 from functools import cache
 
-from smemkit.errors import InvalidArgumentError, check_positive_int, is_int
+from smemkit.errors import InvalidArgumentError, check_positive_int
+from smemkit.offload.split_plan import HOST_WINDOW_UNIT, window_to_host_steps
 
 SOURCE = "offload/congestion.cu"
 PROBE_THREADS = 256
@@ -40,22 +41,6 @@ DEFAULT_WINDOW = 16384
 SPLIT_HOST_CTAS_MAX = 16
 HBM_DROP_LIMIT = 0.03
 PROBE_PARAMS = ("ptr", "u64", "ptr", "u64", "i32", "i32", "u64", "ptr", "ptr")
-
-
-def window_units(window_bytes: int, unit: int, max_units: int, what: str) -> int:
-    """A caller's per-CTA window in a split kernel's units (``unit`` bytes, 1..max_units); ``what``
-    says what one unit is, for the error."""
-    if not is_int(window_bytes) or window_bytes <= 0:
-        raise InvalidArgumentError(f"host_window must be a positive number of bytes, got {window_bytes!r}")
-    if window_bytes % unit or window_bytes > max_units * unit:
-        allowed = ", ".join(str(unit * s) for s in range(1, max_units + 1))
-        raise InvalidArgumentError(f"host_window = {window_bytes} bytes: {what}; allowed: {allowed}")
-    return window_bytes // unit
-
-
-def nearest_window_units(window_bytes: float, unit: int, max_units: int) -> int:
-    """The kernel window (1..max_units units) nearest to a probe window of any size."""
-    return max(1, min(max_units, round(window_bytes / unit)))
 
 
 def lpt_for_window(window_bytes: int) -> int:
@@ -150,8 +135,6 @@ def split_host_ctas(points: Sequence[CongestionPoint], choice: dict, *,
 def profile_field(choice: dict, *, source: str, split_ctas: int | None = None) -> dict:
     """The ``host_congestion`` entry of a device profile from a :func:`choose_window` result
     (``split_ctas``: :func:`split_host_ctas`, default the probe's pick)."""
-    from smemkit.offload.gemv import HOST_WINDOW_UNIT, window_to_host_steps
-
     steps = window_to_host_steps(choice["window_bytes"])
     return {
         "host_ctas": int(choice["host_ctas"]),
