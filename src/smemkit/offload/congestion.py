@@ -86,7 +86,7 @@ def choose_window(points: Sequence[CongestionPoint], *, host_fraction: float = 0
     (absolute) of the least drop or within ``drop_limit`` (a negative drop, i.e. noise, counts as
     0; a point without an HBM measurement counts as 0 drop), then take the least H x window, then
     the least H, then the least window. The limit keeps the pick stable: on the H200 every drop
-    was 0-2 % with about 1 % of noise, and the least-drop rule alone picked 8 x 16 KB in one run
+    was 0-2 % with about 1 % of noise, and the least-drop rule alone picked 8 x 16 KB in one sweep
     and 32 x 4 KB in the next.
     """
     if not points:
