@@ -84,9 +84,9 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 
 from smemkit.hw.profile import DeviceProfile
-from smemkit.reduction.codegen import Variant, default_threads, parse_variant_name
 from smemkit.reduction.kernels import CLUSTER_SIZES, L2_BUDGET_FRACTION, smem_per_cta
 from smemkit.reduction.spec import ReductionSpec
+from smemkit.reduction.variant import Variant, default_threads, parse_variant_name
 from smemkit.tiling.occupancy import device_limits, resident_clusters
 
 SCALAR_BYTES = 4
