@@ -1,7 +1,8 @@
 """Per-element and per-row expressions of a workload spec, written once as Python syntax.
 
 One expression string serves both back ends: :func:`to_cuda` emits float32 CUDA C, and
-:func:`evaluate` computes it on float64 torch tensors for the reference. The language is small
+:func:`evaluate` computes it on float64 torch tensors for the reference (both walk the tree
+:func:`parse` checked, with :mod:`smemkit.safe_expr`'s walker). The language is small
 on purpose: numbers, names, ``+ - * / **`` (integer powers), comparisons, ``and``/``or``/``not``,
 ``a if cond else b`` and the functions in :data:`FUNCTIONS`. ``max``/``min`` propagate NaN the
 way torch does, so kernels and reference agree on rows that contain NaN.
@@ -16,6 +17,7 @@ from functools import cache
 import torch
 
 from smemkit.errors import InvalidArgumentError
+from smemkit.safe_expr import Grammar, Walker
 
 # name -> (CUDA spelling, torch implementation, number of arguments)
 FUNCTIONS: dict[str, tuple[str, object, int]] = {
@@ -35,36 +37,36 @@ _BINOPS = {ast.Add: "+", ast.Sub: "-", ast.Mult: "*", ast.Div: "/"}
 _CMPOPS = {ast.Gt: ">", ast.GtE: ">=", ast.Lt: "<", ast.LtE: "<=", ast.Eq: "==", ast.NotEq: "!="}
 
 
+def _rules(node: ast.AST, text: str) -> None:
+    if isinstance(node, ast.Call):
+        if not isinstance(node.func, ast.Name) or node.func.id not in FUNCTIONS:
+            raise InvalidArgumentError(
+                f"expression {text!r} calls an unknown function; allowed: {', '.join(FUNCTIONS)}"
+            )
+        if len(node.args) != FUNCTIONS[node.func.id][2] or node.keywords:
+            raise InvalidArgumentError(f"{node.func.id}() in {text!r} takes "
+                                       f"{FUNCTIONS[node.func.id][2]} argument(s)")
+    if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Pow) and not (
+        isinstance(node.right, ast.Constant) and node.right.value in (2, 3)
+    ):
+        raise InvalidArgumentError(f"only the powers 2 and 3 are allowed, in {text!r}")
+    if isinstance(node, ast.Constant) and not isinstance(node.value, (int, float)):
+        raise InvalidArgumentError(f"constant {node.value!r} in {text!r} is not a number")
+
+
+GRAMMAR = Grammar(
+    "expression",
+    (ast.BinOp, ast.UnaryOp, ast.Compare, ast.BoolOp, ast.IfExp, ast.Call, ast.Name, ast.Constant, ast.Load,
+     ast.USub, ast.UAdd, ast.Not, ast.And, ast.Or, ast.Pow, *_BINOPS, *_CMPOPS),
+    lambda node, text: f"expression {text!r} uses {type(node).__name__}, which specs do not allow",
+    _rules,
+)
+
+
 @cache
 def parse(text: str) -> ast.expr:
     """Parse and validate an expression; raises InvalidArgumentError naming what is not allowed."""
-    try:
-        tree = ast.parse(text, mode="eval").body
-    except SyntaxError as exc:
-        raise InvalidArgumentError(f"expression {text!r} is not valid syntax: {exc.msg}") from exc
-    for node in ast.walk(tree):
-        allowed = (ast.BinOp, ast.UnaryOp, ast.Compare, ast.BoolOp, ast.IfExp, ast.Call, ast.Name,
-                   ast.Constant, ast.Load, ast.USub, ast.UAdd, ast.Not, ast.And, ast.Or,
-                   ast.Pow, *(_BINOPS), *(_CMPOPS))
-        if not isinstance(node, allowed):
-            raise InvalidArgumentError(
-                f"expression {text!r} uses {type(node).__name__}, which specs do not allow"
-            )
-        if isinstance(node, ast.Call):
-            if not isinstance(node.func, ast.Name) or node.func.id not in FUNCTIONS:
-                raise InvalidArgumentError(
-                    f"expression {text!r} calls an unknown function; allowed: {', '.join(FUNCTIONS)}"
-                )
-            if len(node.args) != FUNCTIONS[node.func.id][2] or node.keywords:
-                raise InvalidArgumentError(f"{node.func.id}() in {text!r} takes "
-                                           f"{FUNCTIONS[node.func.id][2]} argument(s)")
-        if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Pow) and not (
-            isinstance(node.right, ast.Constant) and node.right.value in (2, 3)
-        ):
-            raise InvalidArgumentError(f"only the powers 2 and 3 are allowed, in {text!r}")
-        if isinstance(node, ast.Constant) and not isinstance(node.value, (int, float)):
-            raise InvalidArgumentError(f"constant {node.value!r} in {text!r} is not a number")
-    return tree
+    return GRAMMAR.parse(text).body
 
 
 def called(text: str) -> set[str]:
@@ -85,100 +87,112 @@ def _c_number(value: float) -> str:
     return f"{float(value)!r}f".replace("inff", "__int_as_float(0x7f800000)")
 
 
+class _Cuda(Walker):
+    """float32 CUDA C text of each node; names renamed by ``env`` (unknown ones kept)."""
+
+    def on_Constant(self, node: ast.Constant) -> str:
+        return _c_number(node.value)
+
+    def on_Name(self, node: ast.Name) -> str:
+        return self.env.get(node.id, node.id)
+
+    def on_UnaryOp(self, node: ast.UnaryOp) -> str:
+        op = {ast.USub: "-", ast.UAdd: "+", ast.Not: "!"}[type(node.op)]
+        return f"({op}{self.visit(node.operand)})"
+
+    def on_BinOp(self, node: ast.BinOp) -> str:
+        if isinstance(node.op, ast.Pow):
+            base = self.visit(node.left)
+            return f"({' * '.join([base] * int(node.right.value))})"
+        return f"({self.visit(node.left)} {_BINOPS[type(node.op)]} {self.visit(node.right)})"
+
+    def on_Compare(self, node: ast.Compare) -> str:
+        parts = []
+        left = node.left
+        for op, right in zip(node.ops, node.comparators, strict=False):
+            parts.append(f"({self.visit(left)} {_CMPOPS[type(op)]} {self.visit(right)})")
+            left = right
+        return "(" + " && ".join(parts) + ")"
+
+    def on_BoolOp(self, node: ast.BoolOp) -> str:
+        joiner = " && " if isinstance(node.op, ast.And) else " || "
+        return "(" + joiner.join(self.visit(v) for v in node.values) + ")"
+
+    def on_IfExp(self, node: ast.IfExp) -> str:
+        return f"({self.visit(node.test)} ? {self.visit(node.body)} : {self.visit(node.orelse)})"
+
+    def on_Call(self, node: ast.Call) -> str:
+        spelling = FUNCTIONS[node.func.id][0]
+        if not spelling:
+            raise InvalidArgumentError(f"{node.func.id}() in {self.text!r} has no kernel spelling")
+        return f"{spelling}({', '.join(self.visit(a) for a in node.args)})"
+
+
 def to_cuda(text: str, rename: Mapping[str, str] | None = None) -> str:
     """float32 CUDA C for an expression; ``rename`` maps spec names to C identifiers."""
-    rename = rename or {}
+    return _Cuda(text, rename or {}).visit(parse(text))
 
-    def emit(node: ast.expr) -> str:
-        if isinstance(node, ast.Constant):
-            return _c_number(node.value)
-        if isinstance(node, ast.Name):
-            return rename.get(node.id, node.id)
-        if isinstance(node, ast.UnaryOp):
-            op = {ast.USub: "-", ast.UAdd: "+", ast.Not: "!"}[type(node.op)]
-            return f"({op}{emit(node.operand)})"
-        if isinstance(node, ast.BinOp):
-            if isinstance(node.op, ast.Pow):
-                base = emit(node.left)
-                return f"({' * '.join([base] * int(node.right.value))})"
-            return f"({emit(node.left)} {_BINOPS[type(node.op)]} {emit(node.right)})"
-        if isinstance(node, ast.Compare):
-            parts = []
-            left = node.left
-            for op, right in zip(node.ops, node.comparators, strict=False):
-                parts.append(f"({emit(left)} {_CMPOPS[type(op)]} {emit(right)})")
-                left = right
-            return "(" + " && ".join(parts) + ")"
-        if isinstance(node, ast.BoolOp):
-            joiner = " && " if isinstance(node.op, ast.And) else " || "
-            return "(" + joiner.join(emit(v) for v in node.values) + ")"
-        if isinstance(node, ast.IfExp):
-            return f"({emit(node.test)} ? {emit(node.body)} : {emit(node.orelse)})"
-        if isinstance(node, ast.Call):
-            spelling = FUNCTIONS[node.func.id][0]
-            if not spelling:
-                raise InvalidArgumentError(f"{node.func.id}() in {text!r} has no kernel spelling")
-            return f"{spelling}({', '.join(emit(a) for a in node.args)})"
-        raise AssertionError(type(node))  # parse() admits nothing else
 
-    return emit(parse(text))
+_TORCH_CMP = {ast.Gt: lambda x, y: x > y, ast.GtE: lambda x, y: x >= y, ast.Lt: lambda x, y: x < y,
+              ast.LtE: lambda x, y: x <= y, ast.Eq: lambda x, y: x == y, ast.NotEq: lambda x, y: x != y}
+
+
+class _Torch(Walker):
+    """The value of each node on float64 tensors (or Python numbers) from ``env``: every operand
+    is evaluated (and/or, comparisons and ``if`` combine whole tensors)."""
+
+    def on_Constant(self, node: ast.Constant) -> float:
+        return float(node.value)
+
+    def on_UnaryOp(self, node: ast.UnaryOp):
+        v = self.visit(node.operand)
+        if isinstance(node.op, ast.Not):
+            return torch.logical_not(torch.as_tensor(v))
+        return -v if isinstance(node.op, ast.USub) else v
+
+    def on_BinOp(self, node: ast.BinOp):
+        a, b = self.visit(node.left), self.visit(node.right)
+        if isinstance(node.op, ast.Pow):
+            return a**b
+        return {ast.Add: a + b, ast.Sub: a - b, ast.Mult: a * b,
+                ast.Div: _divide(a, b)}[type(node.op)]
+
+    def on_Compare(self, node: ast.Compare):
+        result = None
+        left = self.visit(node.left)
+        for op, right_node in zip(node.ops, node.comparators, strict=False):
+            right = self.visit(right_node)
+            part = torch.as_tensor(_TORCH_CMP[type(op)](left, right))
+            result = part if result is None else torch.logical_and(result, part)
+            left = right
+        return result
+
+    def on_BoolOp(self, node: ast.BoolOp):
+        values = [torch.as_tensor(self.visit(v)) for v in node.values]
+        combine = torch.logical_and if isinstance(node.op, ast.And) else torch.logical_or
+        out = values[0]
+        for v in values[1:]:
+            out = combine(out, v)
+        return out
+
+    def on_IfExp(self, node: ast.IfExp):
+        cond = torch.as_tensor(self.visit(node.test))
+        body, other = self.visit(node.body), self.visit(node.orelse)
+        return torch.where(cond, torch.as_tensor(body, dtype=torch.float64),
+                           torch.as_tensor(other, dtype=torch.float64))
+
+    def on_Call(self, node: ast.Call):
+        if node.func.id == "shift":
+            return _shift(torch.as_tensor(self.visit(node.args[0]), dtype=torch.float64),
+                          int(self.visit(node.args[1])))
+        fn = FUNCTIONS[node.func.id][1]
+        args = [torch.as_tensor(self.visit(a), dtype=torch.float64) for a in node.args]
+        return fn(*args)
 
 
 def evaluate(text: str, env: Mapping[str, object]) -> torch.Tensor:
     """Evaluate on float64 tensors (or Python numbers) from ``env``; used by the reference."""
-
-    def ev(node: ast.expr):
-        if isinstance(node, ast.Constant):
-            return float(node.value)
-        if isinstance(node, ast.Name):
-            if node.id not in env:
-                raise InvalidArgumentError(f"expression {text!r} uses unknown name {node.id!r}")
-            return env[node.id]
-        if isinstance(node, ast.UnaryOp):
-            v = ev(node.operand)
-            if isinstance(node.op, ast.Not):
-                return torch.logical_not(torch.as_tensor(v))
-            return -v if isinstance(node.op, ast.USub) else v
-        if isinstance(node, ast.BinOp):
-            a, b = ev(node.left), ev(node.right)
-            if isinstance(node.op, ast.Pow):
-                return a**b
-            return {ast.Add: a + b, ast.Sub: a - b, ast.Mult: a * b,
-                    ast.Div: _divide(a, b)}[type(node.op)]
-        if isinstance(node, ast.Compare):
-            result = None
-            left = ev(node.left)
-            for op, right_node in zip(node.ops, node.comparators, strict=False):
-                right = ev(right_node)
-                part = {ast.Gt: lambda x, y: x > y, ast.GtE: lambda x, y: x >= y,
-                        ast.Lt: lambda x, y: x < y, ast.LtE: lambda x, y: x <= y,
-                        ast.Eq: lambda x, y: x == y, ast.NotEq: lambda x, y: x != y}[type(op)](left, right)
-                part = torch.as_tensor(part)
-                result = part if result is None else torch.logical_and(result, part)
-                left = right
-            return result
-        if isinstance(node, ast.BoolOp):
-            values = [torch.as_tensor(ev(v)) for v in node.values]
-            combine = torch.logical_and if isinstance(node.op, ast.And) else torch.logical_or
-            out = values[0]
-            for v in values[1:]:
-                out = combine(out, v)
-            return out
-        if isinstance(node, ast.IfExp):
-            cond = torch.as_tensor(ev(node.test))
-            body, other = ev(node.body), ev(node.orelse)
-            return torch.where(cond, torch.as_tensor(body, dtype=torch.float64),
-                               torch.as_tensor(other, dtype=torch.float64))
-        if isinstance(node, ast.Call):
-            if node.func.id == "shift":
-                return _shift(torch.as_tensor(ev(node.args[0]), dtype=torch.float64),
-                              int(ev(node.args[1])))
-            fn = FUNCTIONS[node.func.id][1]
-            args = [torch.as_tensor(ev(a), dtype=torch.float64) for a in node.args]
-            return fn(*args)
-        raise AssertionError(type(node))
-
-    return torch.as_tensor(ev(parse(text)), dtype=torch.float64)
+    return torch.as_tensor(_Torch(text, env).visit(parse(text)), dtype=torch.float64)
 
 
 def _shift(x: torch.Tensor, k: int) -> torch.Tensor:
