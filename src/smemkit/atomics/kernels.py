@@ -212,7 +212,8 @@ def layout(pattern: Pattern, dtype: str, ctas_per_sm: int, warps_per_cta: int, s
 
 ATOM_PARAMS = ("ptr", "ptr", "ptr", "ptr", "i32", "i32", "u32", "u32", "i32", "i32", "i32", "u32")
 HIST_PARAMS = ("ptr", "i64", "ptr", "i32", "u32", "i32")  # keys, n, out, nbins, one, passes
-# The case-study pair (one token apart), the two earlier candidates, and the model-guided variants:
+# The case-study pair (one token apart), two other baselines (per-warp private copies, warp
+# aggregation), and the model-guided variants:
 # hist_lane (bins spread so every atomic is one wavefront), hist_lane_pf (the same, with the next
 # keys loaded while the current ones are counted) and hist_lane_fix (hist_lane_pf, plus one add of
 # the count when a thread's keys share a bin).
