@@ -34,6 +34,7 @@ from smemkit.offload.attention_plan import (  # noqa: F401 (re-exported: the pla
     HBM_CTA_IN_FLIGHT,
     HEAD_DIM,
     HOST_WARPS_MAX,
+    HOST_WINDOW,
     HOST_WINDOW_UNIT,
     MAX_GROUP,
     MIN_CTAS_PER_SM,
@@ -359,8 +360,7 @@ def default_scratch(device_index: int) -> SplitScratch:
 
 
 def _host_config(host_ctas: int | None, host_window: int | None, device_index: int) -> tuple[int, int]:
-    return resolve_host_config(host_ctas, host_window, device_index, from_default=window_to_host_warps,
-                               from_user=host_warps_for_window)
+    return resolve_host_config(host_ctas, host_window, device_index, HOST_WINDOW)
 
 
 def _plan_for(cache: SplitKVCache, group: int, host_ctas: int, host_warps: int, chunks_g: int | None = None,

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 
 from smemkit.errors import InvalidArgumentError, check_positive_int, is_int
-from smemkit.offload.host_window import nearest_window_units, window_units
+from smemkit.offload.host_window import KernelWindow
 from smemkit.offload.tier_model import (
     HBM_BYTES_PER_US,
     HBM_LATENCY_US,
@@ -53,16 +53,11 @@ def group_tile(group: int) -> int:
     raise AssertionError("unreachable")
 
 
-def host_warps_for_window(window_bytes: int) -> int:
-    """Loading warps of a host CTA for a congestion window of ``window_bytes`` (8 KB units, 1..4)."""
-    return window_units(window_bytes, HOST_WINDOW_UNIT, HOST_WARPS_MAX,
-                        f"the attention kernel's window is a whole number of {HOST_WINDOW_UNIT}-byte "
-                        f"warp tiles (K + V of 16 tokens) per CTA")
-
-
-def window_to_host_warps(window_bytes: float) -> int:
-    """The nearest kernel window (1..HOST_WARPS_MAX warps) to a probe window of any size."""
-    return nearest_window_units(window_bytes, HOST_WINDOW_UNIT, HOST_WARPS_MAX)
+HOST_WINDOW = KernelWindow(HOST_WINDOW_UNIT, HOST_WARPS_MAX,
+                           f"the attention kernel's window is a whole number of {HOST_WINDOW_UNIT}-byte "
+                           f"warp tiles (K + V of 16 tokens) per CTA")
+host_warps_for_window = HOST_WINDOW.units  # loading warps of a host CTA for a caller's window
+window_to_host_warps = HOST_WINDOW.nearest  # the nearest kernel window to a probe's window
 
 
 def host_seqs_for_ratio(batch: int, ratio: float) -> int:

@@ -24,6 +24,7 @@ from dataclasses import asdict, dataclass
 from functools import cache
 
 from smemkit.errors import InvalidArgumentError, check_positive_int
+from smemkit.offload.host_window import KernelWindow
 from smemkit.offload.split_plan import HOST_WINDOW_UNIT, window_to_host_steps
 
 SOURCE = "offload/congestion.cu"
@@ -168,18 +169,17 @@ def default_host_config(device_index: int = 0) -> tuple[int, int]:
     return ctas, window
 
 
-def resolve_host_config(host_ctas: int | None, host_window: int | None, device_index: int, *,
-                        from_default: Callable[[int], int],
-                        from_user: Callable[[int], int]) -> tuple[int, int]:
+def resolve_host_config(host_ctas: int | None, host_window: int | None, device_index: int,
+                        window: KernelWindow) -> tuple[int, int]:
     """(host CTAs, window in the kernel's units) for a split kernel: the caller's values, else the
-    device default; ``from_default`` maps the default window to the kernel's units (rounding to
-    what it supports), ``from_user`` a caller's window (raising on one it cannot honour)."""
+    device default; the default window rounds to the nearest one ``window`` supports, a caller's
+    window must be one of them (else InvalidArgumentError)."""
     if host_ctas is None or host_window is None:
         d_ctas, d_window = default_host_config(device_index)
         host_ctas = d_ctas if host_ctas is None else host_ctas
-        units = from_default(d_window) if host_window is None else from_user(host_window)
+        units = window.nearest(d_window) if host_window is None else window.units(host_window)
     else:
-        units = from_user(host_window)
+        units = window.units(host_window)
     check_positive_int("host_ctas", host_ctas)
     return host_ctas, units
 

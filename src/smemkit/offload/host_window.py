@@ -2,12 +2,15 @@
 
 Each split kernel that reads pinned host memory keeps a whole number of fixed-size loads in
 flight per host-reading CTA: the split GEMV k-steps of 8 KB (:mod:`.split_plan`), the split
-attention warp tiles of 8 KB (:mod:`.attention_plan`). A caller's ``host_window`` (bytes) must be
-one of those multiples; a window the congestion probe picked (any size, :mod:`.congestion`)
-rounds to the nearest one.
+attention warp tiles of 8 KB (:mod:`.attention_plan`). Each declares its unit once as a
+:class:`KernelWindow`: a caller's ``host_window`` (bytes) must be one of its multiples
+(:meth:`KernelWindow.units`), and a window the congestion probe picked (any size,
+:mod:`.congestion`) rounds to the nearest one (:meth:`KernelWindow.nearest`).
 """
 
 from __future__ import annotations
+
+from dataclasses import dataclass
 
 from smemkit.errors import InvalidArgumentError, is_int
 
@@ -26,3 +29,21 @@ def window_units(window_bytes: int, unit: int, max_units: int, what: str) -> int
 def nearest_window_units(window_bytes: float, unit: int, max_units: int) -> int:
     """The kernel window (1..max_units units) nearest to a probe window of any size."""
     return max(1, min(max_units, round(window_bytes / unit)))
+
+
+@dataclass(frozen=True)
+class KernelWindow:
+    """One kernel's window: ``unit`` bytes of host reads in flight per CTA, 1..``max_units`` of
+    them; ``what`` says what a unit is (for the error on a window the kernel cannot honour)."""
+
+    unit: int
+    max_units: int
+    what: str
+
+    def units(self, window_bytes: int) -> int:
+        """A caller's window in units; InvalidArgumentError listing the allowed windows otherwise."""
+        return window_units(window_bytes, self.unit, self.max_units, self.what)
+
+    def nearest(self, window_bytes: float) -> int:
+        """The kernel window (in units) nearest to a probe's window of any size."""
+        return nearest_window_units(window_bytes, self.unit, self.max_units)

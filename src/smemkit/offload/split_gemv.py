@@ -22,6 +22,7 @@ from smemkit.offload.pinned import SplitWeight
 from smemkit.offload.scratch import SplitScratch
 from smemkit.offload.split_plan import (
     BATCH_TILES,
+    HOST_WINDOW,
     MAX_BATCH,
     SMEM_PER_BLOCK_OPTIN,
     THREADS,
@@ -29,9 +30,7 @@ from smemkit.offload.split_plan import (
     batch_tiles,
     check_host_stage,
     fit_error,
-    host_steps_for_window,
     plan_launch,
-    window_to_host_steps,
 )
 from smemkit.runtime.compiler import DEFAULT_ARCH, CompiledModule, compile_module, package_source
 
@@ -180,8 +179,7 @@ def host_config(host_ctas: int | None, host_window: int | None, device_index: in
     """(host CTAs, host k-steps per group) for a call: the caller's values (a window the kernel
     cannot honour raises), else the device profile's congestion choice rounded to the kernel's
     window units (:func:`~smemkit.offload.congestion.resolve_host_config`)."""
-    return resolve_host_config(host_ctas, host_window, device_index, from_default=window_to_host_steps,
-                               from_user=host_steps_for_window)
+    return resolve_host_config(host_ctas, host_window, device_index, HOST_WINDOW)
 
 
 def launch(x: torch.Tensor, y: torch.Tensor, w: SplitWeight, bias: torch.Tensor | None, host_ctas: int,

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 
 from smemkit.errors import InvalidArgumentError, check_positive_int, is_int
-from smemkit.offload.host_window import nearest_window_units, window_units
+from smemkit.offload.host_window import KernelWindow
 from smemkit.offload.tier_model import (
     HBM_BYTES_PER_US,
     HBM_LATENCY_US,
@@ -68,16 +68,11 @@ def batch_tiles(batch: int) -> int:
     raise AssertionError("unreachable")
 
 
-def host_steps_for_window(window_bytes: int) -> int:
-    """k-steps per host group for a congestion window of ``window_bytes`` per CTA (8 KB units)."""
-    return window_units(window_bytes, HOST_WINDOW_UNIT, HOST_STEPS_MAX,
-                        f"the split kernel's window is a whole number of {HOST_WINDOW_UNIT}-byte "
-                        f"k-steps per CTA of {THREADS} threads")
-
-
-def window_to_host_steps(window_bytes: float) -> int:
-    """The nearest kernel window (1..HOST_STEPS_MAX k-steps) to a probe window of any size."""
-    return nearest_window_units(window_bytes, HOST_WINDOW_UNIT, HOST_STEPS_MAX)
+HOST_WINDOW = KernelWindow(HOST_WINDOW_UNIT, HOST_STEPS_MAX,
+                           f"the split kernel's window is a whole number of {HOST_WINDOW_UNIT}-byte "
+                           f"k-steps per CTA of {THREADS} threads")
+host_steps_for_window = HOST_WINDOW.units  # k-steps per host group for a caller's window
+window_to_host_steps = HOST_WINDOW.nearest  # the nearest kernel window to a probe's window
 
 
 @dataclass(frozen=True)
