@@ -4,7 +4,7 @@ and the occupancy calculator against the driver (issue 7).
     python3 benchmarks/tiling_validate.py                 # H200: writes benchmarks/results/h200/tiling.json
     python3 benchmarks/tiling_validate.py --dry-run --out /tmp/tiling.json   # no GPU needed
 
-Wavefronts. Every pattern of ``smemkit.tiling.microkernel.validation_suite()`` becomes one
+Wavefronts. Every pattern of ``smemkit.tiling.validation_suite.validation_suite()`` becomes one
 microkernel (one block of the pattern's shape; its only shared-memory traffic is the pattern's, by
 inline PTX ``ld/st.volatile.shared`` of the access width; shared memory is never initialised).
 All kernels are compiled into one module; a driver process (this script with ``--driver``)
@@ -63,14 +63,12 @@ from smemkit.tiling.microkernel import (  # noqa: E402
     KERNEL_PREFIX,
     OPS,
     MicroKernel,
-    SuiteCase,
     host_check_source,
     parse_host_check,
-    suite_kernels,
     suite_source,
-    validation_suite,
 )
 from smemkit.tiling.occupancy import occupancy  # noqa: E402
+from smemkit.tiling.validation_suite import SuiteCase, suite_kernels, validation_suite  # noqa: E402
 
 DEFAULT_OUT = HERE / "results" / "h200" / "tiling.json"
 OCC_SOURCE_PATH = HERE / "kernels" / "tiling_occupancy.cu"

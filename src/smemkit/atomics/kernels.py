@@ -1,9 +1,10 @@
 """The microbenchmark and histogram kernels of ``kernels.cu``: variants, address patterns, launches.
 
 Everything above :class:`AtomSweep` and :class:`Histogram` is plain Python (what each variant
-compiles to, which 32-bit words each lane touches, how warps are laid out in shared memory, how
-per-warp clock readings become per-SM throughput), so it is unit-tested without a GPU. The two
-classes launch on the GPU through :mod:`smemkit.runtime.launch`.
+compiles to, which 32-bit words each lane touches, where each warp's addresses start), so it is
+unit-tested without a GPU, as are the CTA placement (:mod:`.placement`) and the reading of per-warp
+clocks as per-SM throughput (:mod:`.throughput`). The two classes launch on the GPU through
+:mod:`smemkit.runtime.launch`.
 """
 
 from __future__ import annotations
@@ -11,8 +12,22 @@ from __future__ import annotations
 from dataclasses import dataclass
 from functools import cache
 
-import numpy as np
-
+from smemkit.atomics.placement import (  # noqa: F401 (re-exported: K.X in tests and benchmarks)
+    SMEM_PER_CTA_MAX,
+    SMEM_PER_SM,
+    SMEM_RESERVED_PER_CTA,
+    WARPS_PER_CTA_MAX,
+    WARPS_PER_SM_MAX,
+    Layout,
+    cta_plan,
+    forcing_smem,
+)
+from smemkit.atomics.throughput import (  # noqa: F401 (re-exported: K.X in tests and benchmarks)
+    SmThroughput,
+    per_sm_throughput,
+    start_spread,
+    summarize_sms,
+)
 from smemkit.errors import InvalidArgumentError
 from smemkit.runtime.compiler import DEFAULT_ARCH, CompiledModule, compile_module, package_source
 from smemkit.tiling.banks import warp_access
@@ -164,58 +179,7 @@ def compile_histograms(arch: str = DEFAULT_ARCH) -> CompiledModule:
     return compile_module(source(), "atomics/histograms", arch=arch)
 
 
-# ---- layout of warps on an SM ---------------------------------------------------------------
-
-SMEM_PER_SM = 233_472  # 228 KiB on sm_90 (SPEC §4)
-SMEM_RESERVED_PER_CTA = 1024
-SMEM_PER_CTA_MAX = 232_448  # 227 KiB opt-in
-WARPS_PER_CTA_MAX = 32  # kernels.cu ATOM_BLOCK_MAX = 1024 threads
-WARPS_PER_SM_MAX = 64
-
-
-def cta_plan(n_warps: int) -> tuple[int, int]:
-    """(CTAs per SM, warps per CTA) that put exactly ``n_warps`` warps on each SM.
-
-    Up to 32 warps: one CTA per SM (its shared memory keeps a second one out). Above: two CTAs of
-    n/2 warps, which needs n even and 3 * n/2 > 64, so the SM's 64-warp limit alone keeps a
-    third CTA out. Placing CTAs by shared memory needs the largest carveout, which the H200 did
-    not grant: CTAs sized for 2-4 per SM ran one after another (benchmarks/results/h200).
-    """
-    if 1 <= n_warps <= WARPS_PER_CTA_MAX:
-        return 1, n_warps
-    if n_warps <= WARPS_PER_SM_MAX and n_warps % 2 == 0 and 3 * (n_warps // 2) > WARPS_PER_SM_MAX:
-        return 2, n_warps // 2
-    raise InvalidArgumentError(
-        f"warps per SM must be 1..32 or an even 44..64 (two CTAs that a third cannot join), "
-        f"got {n_warps}")
-
-
-def forcing_smem(ctas_per_sm: int, needed: int) -> int:
-    """Dynamic shared memory per CTA so that at most ``ctas_per_sm`` CTAs fit on one SM.
-
-    At least ``needed`` bytes; rounded down to 128-byte units; raises when ``needed`` itself
-    does not let that many CTAs fit.
-    """
-    cap = (SMEM_PER_SM // ctas_per_sm - SMEM_RESERVED_PER_CTA) // 128 * 128
-    cap = min(cap, SMEM_PER_CTA_MAX)
-    if needed > cap:
-        raise InvalidArgumentError(
-            f"{ctas_per_sm} CTAs of {needed} B shared memory do not fit one SM ({SMEM_PER_SM} B)"
-        )
-    # the smallest size that still keeps a further CTA out
-    floor = SMEM_PER_SM // (ctas_per_sm + 1) - SMEM_RESERVED_PER_CTA + 128
-    size = max(needed, floor)
-    size = -(-size // 128) * 128
-    return min(size, cap)
-
-
-@dataclass(frozen=True)
-class Layout:
-    """Where each warp's addresses start (element stride between warps) and the CTA's smem."""
-
-    warp_stride: int
-    smem_bytes: int
-    kind: str  # private | bank_shifted | shared
+# ---- where each warp's addresses start ------------------------------------------------------
 
 
 def layout(pattern: Pattern, dtype: str, ctas_per_sm: int, warps_per_cta: int, scope: str) -> Layout:
@@ -244,89 +208,12 @@ def layout(pattern: Pattern, dtype: str, ctas_per_sm: int, warps_per_cta: int, s
     return Layout(stride, -(-need // 128) * 128, kind)  # the warp limit places two CTAs
 
 
-# ---- turning clock readings into per-SM throughput --------------------------------------------
-
-
-@dataclass(frozen=True)
-class SmThroughput:
-    """One SM's share of a microbenchmark launch."""
-
-    sm: int
-    warps: int
-    cycles: int
-    instructions: int
-    start_spread: float = 0.0  # (last start - first start) / span of the SM's warps
-
-    @property
-    def per_cycle(self) -> float:
-        return self.instructions / self.cycles if self.cycles > 0 else float("nan")
-
-
-def per_sm_throughput(timing: np.ndarray, smids: np.ndarray, warps_per_cta: int,
-                      iters: int) -> list[SmThroughput]:
-    """Per-SM warp instructions per cycle from the kernel's outputs.
-
-    ``timing`` holds (start, end) clock64 per warp in global warp order, ``smids`` the SM of each
-    CTA. clock64 is a per-SM counter, so start and end are compared only within one SM:
-    cycles = last end - first start over the SM's warps.
-    """
-    timing = np.asarray(timing, dtype=np.int64).reshape(-1, 2)
-    smids = np.asarray(smids, dtype=np.int64)
-    if timing.shape[0] != smids.shape[0] * warps_per_cta:
-        raise InvalidArgumentError(
-            f"{timing.shape[0]} warp timings for {smids.shape[0]} CTAs of {warps_per_cta} warps"
-        )
-    cta_of_warp = np.repeat(np.arange(smids.shape[0]), warps_per_cta)
-    sm_of_warp = smids[cta_of_warp]
-    out = []
-    for sm in np.unique(smids):
-        mine = timing[sm_of_warp == sm]
-        cycles = int(mine[:, 1].max() - mine[:, 0].min())
-        out.append(SmThroughput(int(sm), int(mine.shape[0]), cycles, int(mine.shape[0]) * iters,
-                                start_spread(mine)))
-    return out
-
-
-def start_spread(intervals: np.ndarray) -> float:
-    """(last start - first start) / (last end - first start) of one SM's warps.
-
-    The kernel's start gate releases an SM's warps together once all its CTAs are resident, so
-    this is ~0; a large spread means the gate gave up and the CTAs did not share the SM. The
-    ends may differ a lot: with the atomic unit saturated, the scheduler favours the older
-    CTA's warps and the younger ones finish later (seen on the H200 with two CTAs per SM), which
-    is part of what n resident warps get, so it is not a reason to drop the SM.
-    """
-    span = int(intervals[:, 1].max() - intervals[:, 0].min())
-    spread = int(intervals[:, 0].max() - intervals[:, 0].min())
-    return spread / span if span > 0 else 1.0
-
-
-def summarize_sms(rows: list[SmThroughput], n_warps: int, max_spread: float = 0.05) -> dict:
-    """Median throughput over the SMs that ran exactly ``n_warps`` warps, started within
-    ``max_spread`` of the SM's span, and how many did (an SM that got a different count, or
-    whose CTAs did not start together, is left out)."""
-    good = [r.per_cycle for r in rows
-            if r.warps == n_warps and r.cycles > 0 and r.start_spread <= max_spread]
-    if not good:
-        raise InvalidArgumentError(
-            f"no SM ran exactly {n_warps} warps started together (got warps "
-            f"{sorted({r.warps for r in rows})}, start spread "
-            f"{min(r.start_spread for r in rows):.2f}..{max(r.start_spread for r in rows):.2f} "
-            f"of the span, allowed {max_spread})")
-    return {
-        "per_cycle_median": float(np.median(good)),
-        "per_cycle_min": float(np.min(good)),
-        "per_cycle_max": float(np.max(good)),
-        "sms": len(good),
-        "sms_other": len(rows) - len(good),
-    }
-
-
 # ---- launches (GPU) -------------------------------------------------------------------------
 
 ATOM_PARAMS = ("ptr", "ptr", "ptr", "ptr", "i32", "i32", "u32", "u32", "i32", "i32", "i32", "u32")
 HIST_PARAMS = ("ptr", "i64", "ptr", "i32", "u32", "i32")  # keys, n, out, nbins, one, passes
-# The case-study pair (one token apart), the two earlier candidates, and the model-guided variants:
+# The case-study pair (one token apart), two other baselines (per-warp private copies, warp
+# aggregation), and the model-guided variants:
 # hist_lane (bins spread so every atomic is one wavefront), hist_lane_pf (the same, with the next
 # keys loaded while the current ones are counted) and hist_lane_fix (hist_lane_pf, plus one add of
 # the count when a thread's keys share a bin).

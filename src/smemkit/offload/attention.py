@@ -14,9 +14,8 @@ HBM, ``[b_hbm, B)`` in exact-size pinned host memory read in place through its m
 others read HBM. The context is split into chunks across CTAs and the partials are merged in a
 fixed order (bitwise reproducible).
 
-Everything above :class:`SplitKVCache` is pure Python (tested without a GPU): the kernel's
-constants, :func:`host_seqs_for_ratio` and :func:`plan_attention`, which picks each tier's chunk
-count with the split GEMV's time model (:func:`smemkit.offload.gemv.choose_split`).
+The launch plan (the kernel's constants, :func:`plan_attention`) is pure Python in
+:mod:`.attention_plan`, whose names this module re-exports.
 """
 
 from __future__ import annotations
@@ -24,13 +23,37 @@ from __future__ import annotations
 import math
 import re
 import threading
-from dataclasses import dataclass
-from functools import cache, lru_cache
+from functools import cache
 
 import torch
 
-from smemkit.errors import InvalidArgumentError, check_positive_int, is_int
-from smemkit.offload import gemv
+from smemkit.errors import InvalidArgumentError, is_int
+from smemkit.offload.attention_plan import (  # noqa: F401 (re-exported: the plan's names as att.X)
+    CHUNK_MULTIPLE,
+    GROUP_TILES,
+    HBM_CTA_IN_FLIGHT,
+    HEAD_DIM,
+    HOST_WARPS_MAX,
+    HOST_WINDOW,
+    HOST_WINDOW_UNIT,
+    MAX_GROUP,
+    MIN_CTAS_PER_SM,
+    PARTIAL_FLOATS,
+    THREADS,
+    TILE_T,
+    WARP_TILE_BYTES,
+    WARPS,
+    AttentionPlan,
+    chunks_for,
+    group_tile,
+    host_seqs_for_ratio,
+    host_warps_for_window,
+    kernel_name,
+    plan_attention,
+    unit_coverage,
+    window_to_host_warps,
+)
+from smemkit.offload.congestion import resolve_host_config
 from smemkit.offload.pinned import (
     PinnedBuffer,
     _device_index,
@@ -38,192 +61,14 @@ from smemkit.offload.pinned import (
     check_pinned_request,
     dtype_name,
 )
+from smemkit.offload.scratch import SplitScratch
 from smemkit.runtime.compiler import DEFAULT_ARCH, CompiledModule, compile_module, package_source
 
 SOURCE = "offload/split_attention.cu"
-
-# Mirrors of split_attention.cu's constants (a CPU test checks them against the source).
-THREADS = 128
-WARPS = 4
-HEAD_DIM = 128
-TILE_T = 16  # tokens per warp tile
-MAX_GROUP = 8  # query heads per KV head the kernel handles (GQA group)
-HOST_WARPS_MAX = 4
-MIN_CTAS_PER_SM = 3
-GROUP_TILES = (1, 2, 4, 8)
-WARP_TILE_BYTES = TILE_T * HEAD_DIM * 2 * 2  # K and V of one tile: 8 KB in flight per loading warp
-HOST_WINDOW_UNIT = WARP_TILE_BYTES
-CHUNK_MULTIPLE = WARPS * TILE_T  # chunk sizes are whole rounds of the 4 warps' tiles
-PARTIAL_FLOATS = HEAD_DIM + 2  # o, m, l per (pair, chunk, head)
 DTYPE_CODE = {torch.bfloat16: 0, torch.float16: 1}
 DTYPE_NAME = {torch.bfloat16: "bf16", torch.float16: "fp16"}
 KERNEL_PARAMS = ("ptr",) * 9 + ("i32",) * 12 + ("f32",)
 LOG2E = 1.4426950408889634
-# Per-CTA streaming caps of the time model: bytes in flight / latency (gemv's latencies).
-HBM_CTA_IN_FLIGHT = WARPS * WARP_TILE_BYTES
-
-
-def kernel_name(group_tile: int) -> str:
-    return f"split_attention_g{group_tile}"
-
-
-def group_tile(group: int) -> int:
-    """The kernel instance for ``group`` query heads per KV head (1, 2, 4 or 8)."""
-    if not is_int(group) or not 1 <= group <= MAX_GROUP:
-        raise InvalidArgumentError(
-            f"query heads per KV head (GQA group) must be an integer in 1..{MAX_GROUP}, got {group!r}")
-    for gt in GROUP_TILES:
-        if group <= gt:
-            return gt
-    raise AssertionError("unreachable")
-
-
-def host_warps_for_window(window_bytes: int) -> int:
-    """Loading warps of a host CTA for a congestion window of ``window_bytes`` (8 KB units, 1..4)."""
-    from smemkit.offload.congestion import window_units
-
-    return window_units(window_bytes, HOST_WINDOW_UNIT, HOST_WARPS_MAX,
-                        f"the attention kernel's window is a whole number of {HOST_WINDOW_UNIT}-byte "
-                        f"warp tiles (K + V of 16 tokens) per CTA")
-
-
-def window_to_host_warps(window_bytes: float) -> int:
-    """The nearest kernel window (1..HOST_WARPS_MAX warps) to a probe window of any size."""
-    from smemkit.offload.congestion import nearest_window_units
-
-    return nearest_window_units(window_bytes, HOST_WINDOW_UNIT, HOST_WARPS_MAX)
-
-
-def host_seqs_for_ratio(batch: int, ratio: float) -> int:
-    """Sequences (of ``batch``) whose KV cache goes to host memory: the last ``round(ratio * B)``
-    (ties to fewer). The cache is split by whole sequences, so the realised ratio is a multiple
-    of 1/B."""
-    check_positive_int("batch", batch)
-    if not isinstance(ratio, (int, float)) or isinstance(ratio, bool) or not math.isfinite(ratio) \
-            or not 0.0 <= ratio <= 1.0:
-        raise InvalidArgumentError(f"ratio must be a number in [0, 1], got {ratio!r}")
-    target = ratio * batch
-    lo = math.floor(target)
-    return lo if target - lo <= 0.5 else lo + 1
-
-
-def chunks_for(seq_len: int, n_chunks: int) -> tuple[int, int]:
-    """(chunk tokens, chunk count) for about ``n_chunks`` chunks of ``seq_len`` tokens: chunks are
-    multiples of CHUNK_MULTIPLE tokens and none is empty."""
-    n_chunks = max(1, min(n_chunks, -(-seq_len // CHUNK_MULTIPLE)))
-    chunk = -(-seq_len // n_chunks)
-    chunk = -(-chunk // CHUNK_MULTIPLE) * CHUNK_MULTIPLE
-    return chunk, -(-seq_len // chunk)
-
-
-@dataclass(frozen=True)
-class AttentionPlan:
-    """One launch of ``split_attention_g{gt}``: grid, roles, chunking and workspace."""
-
-    gt: int
-    grid: int
-    host_ctas: int
-    hbm_ctas: int
-    host_warps: int
-    nch_g: int
-    chunk_g: int
-    nch_h: int
-    chunk_h: int
-    units_g: int
-    units_h: int
-    nch_stride: int
-    ws_floats: int
-    n_counters: int
-    slots: int
-
-    def kernel_args(self) -> tuple[int, ...]:
-        """host_ctas .. nch_stride, in the kernel's order (after B, H_kv, G, L, b_hbm)."""
-        return (self.host_ctas, self.host_warps, self.nch_g, self.chunk_g, self.nch_h, self.chunk_h,
-                self.nch_stride)
-
-    def as_dict(self) -> dict:
-        return dict(self.__dict__)
-
-
-@lru_cache(maxsize=4096)
-def plan_attention(batch: int, h_kv: int, group: int, seq_len: int, b_hbm: int, *, slots: int,
-                   host_ctas: int, host_warps: int, chunks_g: int | None = None,
-                   chunks_h: int | None = None) -> AttentionPlan:
-    """Plan one launch for ``batch`` sequences (``b_hbm`` of them in HBM) x ``h_kv`` KV heads x
-    ``seq_len`` cache slots, ``group`` query heads per KV head.
-
-    ``slots`` is how many CTAs the GPU holds at once. A unit is (sequence, KV head, chunk); each
-    tier's chunk count minimises the split GEMV's :func:`~smemkit.offload.gemv.tier_time_us` (a
-    pair's K + V bytes as the block, the tier's CTAs, their in-flight caps), then the tier gets the
-    fewest CTAs that keep its waves. ``chunks_g`` / ``chunks_h`` force the counts (then normalised
-    so that no chunk is empty).
-    """
-    for label, value in (("batch", batch), ("h_kv", h_kv), ("seq_len", seq_len), ("slots", slots),
-                         ("host_ctas", host_ctas), ("host_warps", host_warps)):
-        check_positive_int(label, value)
-    if not 0 <= b_hbm <= batch:
-        raise InvalidArgumentError(f"b_hbm = {b_hbm} must be in [0, {batch}]")
-    if host_warps > HOST_WARPS_MAX:
-        raise InvalidArgumentError(f"host_warps = {host_warps} exceeds the kernel's {HOST_WARPS_MAX}")
-    gt = group_tile(group)
-    pairs_g = b_hbm * h_kv
-    pairs_h = (batch - b_hbm) * h_kv
-    pair_bytes = 2.0 * seq_len * HEAD_DIM * 2
-    partial = 4.0 * PARTIAL_FLOATS * group
-    max_chunks = -(-seq_len // CHUNK_MULTIPLE)
-
-    h, nch_h, chunk_h, units_h = 0, 1, seq_len, 0
-    if pairs_h:
-        h_max = min(host_ctas, slots - 1 if pairs_g else slots)
-        if h_max < 1:
-            raise InvalidArgumentError(f"no CTA slot is left for the host sequences (slots = {slots})")
-        want = chunks_h if chunks_h is not None else gemv.choose_split(
-            pairs_h, h_max, max_chunks, pair_bytes, gemv.HOST_BYTES_PER_US,
-            host_warps * WARP_TILE_BYTES / gemv.HOST_LATENCY_US, partial * pairs_h)
-        chunk_h, nch_h = chunks_for(seq_len, want)
-        units_h = pairs_h * nch_h
-        h = gemv._balanced(units_h, h_max)
-    g, nch_g, chunk_g, units_g = 0, 1, seq_len, 0
-    if pairs_g:
-        g_max = slots - h
-        want = chunks_g if chunks_g is not None else gemv.choose_split(
-            pairs_g, g_max, max_chunks, pair_bytes, gemv.HBM_BYTES_PER_US,
-            HBM_CTA_IN_FLIGHT / gemv.HBM_LATENCY_US, partial * pairs_g)
-        chunk_g, nch_g = chunks_for(seq_len, want)
-        units_g = pairs_g * nch_g
-        g = gemv._balanced(units_g, g_max)
-    split = max(nch_g if pairs_g else 1, nch_h if pairs_h else 1)
-    stride = split if split > 1 else 0
-    return AttentionPlan(gt=gt, grid=h + g, host_ctas=h, hbm_ctas=g, host_warps=host_warps, nch_g=nch_g,
-                         chunk_g=chunk_g, nch_h=nch_h, chunk_h=chunk_h, units_g=units_g, units_h=units_h,
-                         nch_stride=stride, ws_floats=batch * h_kv * stride * group * PARTIAL_FLOATS,
-                         n_counters=batch * h_kv if stride else 0, slots=slots)
-
-
-def unit_coverage(plan: AttentionPlan, batch: int, h_kv: int, seq_len: int, b_hbm: int,
-                  lengths: list[int] | None = None) -> dict[tuple[int, int], int]:
-    """How many times each (pair, 16-token tile start) is loaded under ``plan``, by walking the
-    kernel's unit and tile loops in Python (tests require exactly once for every tile below the
-    sequence's length, and no tile at or past it)."""
-    seen: dict[tuple[int, int], int] = {}
-
-    def walk(pair: int, c: int, chunk: int, active: int) -> None:
-        b = pair // h_kv
-        length = seq_len if lengths is None else min(max(lengths[b], 0), seq_len)
-        t_begin, t_end = c * chunk, min(c * chunk + chunk, length)
-        for warp in range(active):
-            for t0 in range(t_begin + warp * TILE_T, t_end, active * TILE_T):
-                seen[(pair, t0)] = seen.get((pair, t0), 0) + 1
-
-    for cta in range(plan.host_ctas):
-        for unit in range(cta, plan.units_h, plan.host_ctas):
-            pr, c = divmod(unit, plan.nch_h)
-            walk(b_hbm * h_kv + pr, c, plan.chunk_h, plan.host_warps)
-    for cta in range(plan.hbm_ctas):
-        for unit in range(cta, plan.units_g, plan.hbm_ctas):
-            pr, c = divmod(unit, plan.nch_g)
-            walk(pr, c, plan.chunk_g, WARPS)
-    return seen
 
 
 # ---- compiling ------------------------------------------------------------------------------------
@@ -449,7 +294,7 @@ class SplitKVCache:
         return out[0], out[1]
 
     def prepare(self, num_q_heads: int, *, host_ctas: int | None = None, host_window: int | None = None,
-                scratch: gemv.SplitScratch | None = None) -> AttentionPlan:
+                scratch: SplitScratch | None = None) -> AttentionPlan:
         """Load the kernel and reserve the workspace a call with ``num_q_heads`` heads needs, so a
         later call allocates only its output (CUDA-graph capture). Returns the plan."""
         if not is_int(num_q_heads) or num_q_heads < 1 or num_q_heads % self.shape[1]:
@@ -504,21 +349,18 @@ def _slots(dtype: torch.dtype, gt: int, device_index: int) -> int:
         return _kernel(dtype, gt).max_active_ctas(THREADS, 0)
 
 
-_SCRATCH: dict[int, gemv.SplitScratch] = {}
+_SCRATCH: dict[int, SplitScratch] = {}
 
 
-def default_scratch(device_index: int) -> gemv.SplitScratch:
+def default_scratch(device_index: int) -> SplitScratch:
     """The attention kernels' workspace and counters on one device (separate from the GEMV's)."""
     if device_index not in _SCRATCH:
-        _SCRATCH[device_index] = gemv.SplitScratch(device_index)
+        _SCRATCH[device_index] = SplitScratch(device_index)
     return _SCRATCH[device_index]
 
 
 def _host_config(host_ctas: int | None, host_window: int | None, device_index: int) -> tuple[int, int]:
-    from smemkit.offload.congestion import resolve_host_config
-
-    return resolve_host_config(host_ctas, host_window, device_index, from_default=window_to_host_warps,
-                               from_user=host_warps_for_window)
+    return resolve_host_config(host_ctas, host_window, device_index, HOST_WINDOW)
 
 
 def _plan_for(cache: SplitKVCache, group: int, host_ctas: int, host_warps: int, chunks_g: int | None = None,
@@ -543,7 +385,7 @@ def uses_sdpa(cache: SplitKVCache, lengths: torch.Tensor | None, force_kernel: b
 def split_decode_attention(q: torch.Tensor, cache: SplitKVCache, lengths: torch.Tensor | None = None, *,
                            scale: float | None = None, host_ctas: int | None = None,
                            host_window: int | None = None, out: torch.Tensor | None = None,
-                           scratch: gemv.SplitScratch | None = None, chunks_g: int | None = None,
+                           scratch: SplitScratch | None = None, chunks_g: int | None = None,
                            chunks_h: int | None = None, force_kernel: bool = False) -> torch.Tensor:
     """Decode attention of one query token per sequence over a :class:`SplitKVCache`, in one kernel.
 

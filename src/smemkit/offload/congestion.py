@@ -23,7 +23,9 @@ from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass
 from functools import cache
 
-from smemkit.errors import InvalidArgumentError, check_positive_int, is_int
+from smemkit.errors import InvalidArgumentError, check_positive_int
+from smemkit.offload.host_window import KernelWindow
+from smemkit.offload.split_plan import HOST_WINDOW_UNIT, window_to_host_steps
 
 SOURCE = "offload/congestion.cu"
 PROBE_THREADS = 256
@@ -40,22 +42,6 @@ DEFAULT_WINDOW = 16384
 SPLIT_HOST_CTAS_MAX = 16
 HBM_DROP_LIMIT = 0.03
 PROBE_PARAMS = ("ptr", "u64", "ptr", "u64", "i32", "i32", "u64", "ptr", "ptr")
-
-
-def window_units(window_bytes: int, unit: int, max_units: int, what: str) -> int:
-    """A caller's per-CTA window in a split kernel's units (``unit`` bytes, 1..max_units); ``what``
-    says what one unit is, for the error."""
-    if not is_int(window_bytes) or window_bytes <= 0:
-        raise InvalidArgumentError(f"host_window must be a positive number of bytes, got {window_bytes!r}")
-    if window_bytes % unit or window_bytes > max_units * unit:
-        allowed = ", ".join(str(unit * s) for s in range(1, max_units + 1))
-        raise InvalidArgumentError(f"host_window = {window_bytes} bytes: {what}; allowed: {allowed}")
-    return window_bytes // unit
-
-
-def nearest_window_units(window_bytes: float, unit: int, max_units: int) -> int:
-    """The kernel window (1..max_units units) nearest to a probe window of any size."""
-    return max(1, min(max_units, round(window_bytes / unit)))
 
 
 def lpt_for_window(window_bytes: int) -> int:
@@ -101,7 +87,7 @@ def choose_window(points: Sequence[CongestionPoint], *, host_fraction: float = 0
     (absolute) of the least drop or within ``drop_limit`` (a negative drop, i.e. noise, counts as
     0; a point without an HBM measurement counts as 0 drop), then take the least H x window, then
     the least H, then the least window. The limit keeps the pick stable: on the H200 every drop
-    was 0-2 % with about 1 % of noise, and the least-drop rule alone picked 8 x 16 KB in one run
+    was 0-2 % with about 1 % of noise, and the least-drop rule alone picked 8 x 16 KB in one sweep
     and 32 x 4 KB in the next.
     """
     if not points:
@@ -150,8 +136,6 @@ def split_host_ctas(points: Sequence[CongestionPoint], choice: dict, *,
 def profile_field(choice: dict, *, source: str, split_ctas: int | None = None) -> dict:
     """The ``host_congestion`` entry of a device profile from a :func:`choose_window` result
     (``split_ctas``: :func:`split_host_ctas`, default the probe's pick)."""
-    from smemkit.offload.gemv import HOST_WINDOW_UNIT, window_to_host_steps
-
     steps = window_to_host_steps(choice["window_bytes"])
     return {
         "host_ctas": int(choice["host_ctas"]),
@@ -185,18 +169,17 @@ def default_host_config(device_index: int = 0) -> tuple[int, int]:
     return ctas, window
 
 
-def resolve_host_config(host_ctas: int | None, host_window: int | None, device_index: int, *,
-                        from_default: Callable[[int], int],
-                        from_user: Callable[[int], int]) -> tuple[int, int]:
+def resolve_host_config(host_ctas: int | None, host_window: int | None, device_index: int,
+                        window: KernelWindow) -> tuple[int, int]:
     """(host CTAs, window in the kernel's units) for a split kernel: the caller's values, else the
-    device default; ``from_default`` maps the default window to the kernel's units (rounding to
-    what it supports), ``from_user`` a caller's window (raising on one it cannot honour)."""
+    device default; the default window rounds to the nearest one ``window`` supports, a caller's
+    window must be one of them (else InvalidArgumentError)."""
     if host_ctas is None or host_window is None:
         d_ctas, d_window = default_host_config(device_index)
         host_ctas = d_ctas if host_ctas is None else host_ctas
-        units = from_default(d_window) if host_window is None else from_user(host_window)
+        units = window.nearest(d_window) if host_window is None else window.units(host_window)
     else:
-        units = from_user(host_window)
+        units = window.units(host_window)
     check_positive_int("host_ctas", host_ctas)
     return host_ctas, units
 

@@ -2,14 +2,14 @@
 reads them itself (TMA tensor copies from pinned memory into shared memory, multicast across a
 cluster of P CTAs), beside cuBLAS on the HBM rows (``direct_gemm.cu``; seed 003 §4.2, §4.3.2).
 
-``split_linear(..., path="direct")`` runs it; ``path="auto"`` never does, by measurement
-(``benchmarks/results/h200/run_2026-11-30_eighteenth/``, batch 512): the kernel alone streams a
-16.5-47 MB host part at 42.8-50.4 GB/s (P = 4, 16-32 CTAs), below the copy engine's 55.0-55.5,
-and beside cuBLAS its CTAs hold 16-32 SMs of a compute-bound GEMM for the whole host stream, so the
-ring path (:mod:`.ring_gemm`, copy engine + cuBLAS) was faster at every measured point (28672 x 8192:
-r_hide 397 against 349 us, r = 0.05 476 against 459; 4096 x 14336 r* 123 against 89). Multicast
-itself pays: at batch 512 (4 m-blocks of 128 rows) P = 4 read a 23.6 MB host part in 475 us
-against 938 (P = 2) and 1851 (P = 1), which read it 2 and 4 times.
+``split_linear(..., path="direct")`` runs it; ``path="auto"`` never does, by measurement on the
+H200 at batch 512 (commit 84d716e): the kernel alone streams a 16.5-47 MB host part at 42.8-50.4 GB/s
+(P = 4, 16-32 CTAs), below the copy engine's 55.0-55.5, and beside cuBLAS its CTAs hold 16-32 SMs of
+a compute-bound GEMM for the whole host stream, so the ring path (:mod:`.ring_gemm`, copy engine +
+cuBLAS) was faster at every measured point (28672 x 8192: r_hide 397 against 349 us, r = 0.05 476
+against 459; 4096 x 14336 r* 123 against 89). Multicast itself pays: at batch 512 (4 m-blocks of
+128 rows) P = 4 read a 23.6 MB host part in 475 us against 938 (P = 2) and 1851 (P = 1), which read
+it 2 and 4 times.
 
 The host rows' kernel is enqueued first on the device's side stream, so that its CTAs (one per SM:
 9 warps and stages x 32 KB of shared memory) hold their SMs from the start; cuBLAS multiplies the
@@ -33,6 +33,8 @@ import torch
 
 from smemkit.errors import InvalidArgumentError, is_int
 from smemkit.offload.pinned import SplitWeight
+from smemkit.offload.ring_gemm import linear_into
+from smemkit.offload.scratch import SplitScratch
 from smemkit.runtime.compiler import DEFAULT_ARCH, CompiledModule, compile_module, package_source
 from smemkit.runtime.tma import TENSOR_MAP_BYTES, encode_2d, to_device
 
@@ -46,10 +48,10 @@ THREADS = 288  # 8 math warps + 1 producer warp
 MAX_STAGES = 6
 SLOT_BYTES = 32 << 10  # x tile + weight tile
 CLUSTER_SIZES = (1, 2, 4)
-DEFAULT_STREAMS = 6  # clusters per m-group: the probe's clusters of 4 read ~12-13 GB/s each (c4)
+DEFAULT_STREAMS = 6  # clusters per m-group: the probe's clusters of 4 read ~12-13 GB/s each (commit 84d716e)
 DEFAULT_STAGES = 6
 UNITS_PER_STREAM = 2
-BOX_ROWS = (64, 16)  # the kernel's main and remainder boxes (32-row boxes read 29-32 GB/s, c2)
+BOX_ROWS = (64, 16)  # main and remainder boxes (32-row boxes read 29-32 GB/s, 64-row 51: commit 84d716e)
 DTYPE_CODE = {torch.bfloat16: 0, torch.float16: 1}
 
 
@@ -194,7 +196,7 @@ def input_map_words(ptr: int, m: int, k: int, dtype: torch.dtype) -> tuple[int, 
 
 
 class DirectScratch:
-    """Split-K partials and counters (a :class:`~smemkit.offload.gemv.SplitScratch`) and the
+    """Split-K partials and counters (a :class:`~smemkit.offload.scratch.SplitScratch`) and the
     per-CTA x map slots of one device's direct kernels. Eager calls run them on the device's side
     stream, one after another; a captured CUDA graph holds these buffers too, so graphs that ran the
     direct path must be replayed one at a time and not beside an eager direct call (as the ring's
@@ -203,8 +205,6 @@ class DirectScratch:
     capture's allocations would come from that graph's pool."""
 
     def __init__(self, device_index: int) -> None:
-        from smemkit.offload.gemv import SplitScratch
-
         self.split = SplitScratch(device_index)
         self.device_index = device_index
         self.maps: torch.Tensor | None = None
@@ -299,8 +299,6 @@ def direct_linear(x2: torch.Tensor, weight: SplitWeight, bias: torch.Tensor | No
     in a CUDA graph; run the same call once outside the capture first (the kernel, its tensor maps
     and its scratch are made then; a capture that would have to make them raises). Arguments are
     already checked by ``split_linear``."""
-    from smemkit.offload.ring_gemm import linear_into
-
     n_hbm = weight.n_hbm
     main = torch.cuda.current_stream(x2.device)
     if not weight.host_rows:

@@ -9,14 +9,13 @@ the host rows chunk by chunk in ring slot j mod 2 (a ``cudaMemcpyAsync`` from th
 SM involved) and each landed chunk is multiplied by its own GEMM. The caller's stream waits for
 the last chunk's GEMM only. So with C/F >= r W / B_h (r at or below the
 hide threshold C/F x B_h / W) the copies hide under the HBM rows' GEMM, and what is left are the
-chunks' GEMMs, not a chain of GEMM pieces each waiting for its copy (the design before:
-geomean 1.206x the ideal over 80 points against 1.184x, ``benchmarks/results/h200/ring_side/``).
+chunks' GEMMs, not a chain of GEMM pieces each waiting for its copy (such a chain measured
+geomean 1.206x the ideal over 80 points against this design's 1.184x; commit 5419159).
 A chunk's GEMM finishes only around the end of the HBM rows' GEMM, whenever its copy landed, and
 is skinny: 7.5-15 us at batch 512 (16-720 rows) in a globaltimer timeline of the ring
-(``benchmarks/results/h200/run_2026-11-30_sixteenth/c3``). That sets the large-batch tail. Measured
-and not adopted: a K-split batched GEMM of fp32 partials (``ring_side/``); an mma.sync split-K
-kernel for the chunks, chunks shrinking toward the end, and an SM carveout for the HBM GEMM
-(``run_2026-11-30_sixteenth/``).
+(commit 2e75e66). That sets the large-batch tail. Measured and not adopted: a K-split batched
+GEMM of fp32 partials (commit 5419159); an mma.sync split-K kernel for the chunks, chunks
+shrinking toward the end, and an SM carveout for the HBM GEMM (commit 2e75e66).
 
 The ring holds 2 x ``RING_SLOT_BYTES`` of HBM per (GPU, dtype, calling stream) however large the
 host part: offloading still saves the host rows' HBM. Its GEMM stream also gets its own cuBLAS
@@ -37,10 +36,10 @@ and priority, handed out in turn), so with many rings two may share a stream: st
 (every wait is on an event), but their work then queues instead of overlapping.
 
 Chunk j + 2 is copied only after chunk j's GEMM, which finishes only around the end of the HBM
-rows' GEMM on the caller's stream (``run_2026-11-30_sixteenth/c3``): with 8 MB slots a 23.6 MB
-host part (the 470 MB layers at r = 0.05) in three chunks stalled its third copy until then, hence
-16 MB slots (``RING_SLOT_BYTES``). The attention variant of this ring, whose HBM work is a long
-SDPA, stalled the same way (``attention_ring/``).
+rows' GEMM on the caller's stream (commit 2e75e66): with 8 MB slots a 23.6 MB host part (the
+470 MB layers at r = 0.05) in three chunks stalled its third copy until then, hence 16 MB slots
+(``RING_SLOT_BYTES``). The attention variant of this ring, whose HBM work is a long SDPA, stalled
+the same way (commit c6e8bdf).
 
 DAK's direct-access GEMM (host tiles read by a kernel itself, by TMA, multicast across a cluster)
 is :mod:`.direct_gemm`; beside cuBLAS it was slower than this ring at every measured batch-512 point
@@ -107,12 +106,13 @@ def free_rings() -> int:
     return count
 
 
+
 def host_chunks(host_rows: int, k: int, elem_bytes: int) -> tuple[int, int]:
     """(chunks, rows per chunk) of the host rows: as few chunks of at most one ring slot as hold
     them, of equal rows rounded up to the split's 16-row tile (the last one takes the rest, so it
     may be shorter), so every GEMM's output columns start 32-byte aligned (odd offsets send
-    cuBLAS to slow kernels: 2.5x at 28672 x 8192, batch 512, r = 0.05, in the run before this
-    rounding)."""
+    cuBLAS to slow kernels: 2.5x the time at 28672 x 8192, batch 512, r = 0.05, unrounded;
+    commit 9d96730)."""
     if host_rows == 0:
         return 0, 0
     if not ring_fits(k, elem_bytes):

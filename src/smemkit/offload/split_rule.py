@@ -16,11 +16,11 @@ from smemkit.errors import InvalidArgumentError, is_int
 TILE_ROWS = 16  # rows of one warp tile of the split kernel (mma M); the HBM/host boundary is a multiple
 # Host bytes per chunk (one ring slot). Chunk GEMMs finish only around the end of cuBLAS's
 # HBM-rows GEMM (a 16-SM carveout did not change that), then cost 7.5-15 us each at batch 512
-# (globaltimer timeline, benchmarks/results/h200/run_2026-11-30_sixteenth/c3), and a third chunk's
-# copy waits for the first chunk's GEMM. So a host part should fill as few chunks as HBM allows:
-# 16 MB slots (32 MB per ring) hold the 470 MB layers' host rows at r_hide in one chunk and at
-# r = 0.05 in two, where 8 MB slots took two and three (c5: 1.05-1.06x -> 1.02-1.04x cuBLAS at
-# r_hide, 1.49-1.54x -> 1.42-1.44x at r = 0.05, in one process).
+# (globaltimer timeline; commit 2e75e66), and a third chunk's copy waits for the first chunk's
+# GEMM. So a host part should fill as few chunks as HBM allows: 16 MB slots (32 MB per ring) hold
+# the 470 MB layers' host rows at r_hide in one chunk and at r = 0.05 in two, where 8 MB slots took
+# two and three (measured in one process: 1.02-1.04x cuBLAS's time at r_hide against 1.05-1.06x
+# with 8 MB slots, 1.42-1.44x at r = 0.05 against 1.49-1.54x; commit 81a425b).
 RING_SLOT_BYTES = 16 << 20
 
 
@@ -53,19 +53,17 @@ def ring_fits(k: int, elem_bytes: int) -> bool:
     return TILE_ROWS * k * elem_bytes <= RING_SLOT_BYTES
 
 
-# The auto rule's constants, from offload_ops_run1.json (2026-11-30, the run that first timed both
-# paths at every point; docs/offload.md): past KERNEL_MAX_ROWS input rows the ring path was the
-# faster at all 28 points of batch 64; at batch 1-8 the split kernel streamed its HBM rows
-# KERNEL_HBM_SLOWDOWN x slower than cuBLAS (r = 0: 1.15-1.47x; 1.4 rather than the median 1.3
-# because its HBM rows slow further while host CTAs run: at 1.3 the rule chose the kernel at
-# 8192 x 28672, r*, where it was 1.33x slower, in both runs) and its host rows at
-# KERNEL_HOST_FACTOR x the copy-engine time (r = 1: 1.08-1.09x), while the ring paid about
-# RING_COPY_OVERHEAD_S on top of its copy time. The model adds it once: where the rule weighs the
-# two paths (<= 8 rows) a small host part is one copy. It was 25 us for the ring before the eighth
-# session (r = 0.05, one 5.9 MB copy: 19-30 us); the side-stream ring pays 15-25 us there, and at
-# batch 1-8 of two runs of it (run_2026-11-30_eighth/offload_ops.json; attention_ring/interleaved/
-# offload_ops_run_ring_refactor.json, the same ring) 15 us picks the faster path at 51 and 49 of
-# 56 points against 47 and 45 with 25 us, and at 4 more points each the pick is <= 1.12x the ideal.
+# The auto rule's constants, from H200 timings of both paths at every point (commit 287bceb;
+# docs/offload.md): past KERNEL_MAX_ROWS input rows the ring path was the faster at all 28 points
+# of batch 64; at batch 1-8 the split kernel streamed its HBM rows KERNEL_HBM_SLOWDOWN x slower than
+# cuBLAS (r = 0: 1.15-1.47x; 1.4 rather than the median 1.3 because its HBM rows slow further while
+# host CTAs run: at 1.3 the rule chose the kernel at 8192 x 28672, r*, where it was 1.33x slower,
+# in two timings) and its host rows at KERNEL_HOST_FACTOR x the copy-engine time (r = 1:
+# 1.08-1.09x). RING_COPY_OVERHEAD_S is the ring's fixed cost per call beyond its copy, added once
+# (where the rule weighs the two paths, <= 8 rows, a small host part is one copy): the side-stream
+# ring pays 15-25 us at r = 0.05 (one 5.9 MB copy); over batch 1-8 of two timings of it, 15 us picks
+# the faster path at 51 and 49 of 56 points against 47 and 45 with 25 us, and at 4 more points each
+# the pick is <= 1.12x the ideal (commits 5419159, c6e8bdf).
 KERNEL_MAX_ROWS = 8
 KERNEL_HBM_SLOWDOWN = 1.4
 KERNEL_HOST_FACTOR = 1.09

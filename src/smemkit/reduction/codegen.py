@@ -26,205 +26,39 @@ The generated text names every value after the spec and marks each stage with a 
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 from smemkit.errors import InvalidArgumentError
 from smemkit.reduction import expr
 from smemkit.reduction.spec import ReductionSpec
+from smemkit.reduction.variant import (  # noqa: F401 (re-exported: codegen.X for the variant's names)
+    BATCH_VECTORS,
+    DEFAULT_THREADS,
+    LOOPED_REREAD_BLOCKS,
+    LOOPED_REREAD_FALLBACK_BLOCKS,
+    REGS_VECTORS,
+    VARIANTS,
+    Variant,
+    barrier_count,
+    cap_vectors,
+    cap_vectors_c,
+    default_threads,
+    dynamic_smem_bytes,
+    kernel_name,
+    parameter_kinds,
+    parse_variant_name,
+    pass_batch,
+    static_smem_bytes,
+    waits_per_input,
+)
 
 OP_STRUCT = {"sum": "OpSum", "max": "OpMax", "min": "OpMin"}
-VARIANTS = ("cluster", "staged", "reread", "reread_l2", "regs", "triton")
-# "triton": not generated here; smemkit's hand-written Triton kernel of a built-in workload
-# (reduction.triton_kernels), a non-cluster candidate that dispatch and autotuning may pick.
-# The looped re-read kernel's __launch_bounds__ minimum CTAs per SM: three (at most 42 registers),
-# else two (64) where the local NVRTC spills at three; kernels.LOOPED_REREAD_BUILDS lists the builds
-# kernel_source tries, one of them at four CTAs per SM (32 registers).
-LOOPED_REREAD_BLOCKS = 3
-LOOPED_REREAD_FALLBACK_BLOCKS = 2
 # The looped re-read kernel's path for a slice of whole 16-byte vectors (``generate(whole=...)``):
 # "paired", two vectors per trip with all their loads first (lars: 4 and 6 loads in flight per
 # thread where the general loop has 2 and 3; torch.compile's lars-4K kernel, in the config inferred
-# to have run, has 2|2|6, smemkit's Triton kernel 4|3|3: sixteenth session's sass/);
+# to have run, has 2|2|6, smemkit's Triton kernel 4|3|3; commit 9b181c2);
 # "unrolled", unguarded loads with the loop unrolled twice (pearson_bwd 4K 0.985x torch.compile,
-# where "paired" spills at three CTAs per SM: run_2026-11-30_sixteenth/c7); "none", the general
+# where "paired" spills at three CTAs per SM; commit 6803617); "none", the general
 # loop only.
 WHOLE_PATHS = ("paired", "unrolled", "none")
-# Threads per CTA when a Variant leaves them at 0 (``default_threads``).
-DEFAULT_THREADS = {"reread_l2": 1024, "regs": 1024}
-REGS_VECTORS = (1, 2, 4)  # vectors per thread and held input a ``regs`` kernel may be built for
-
-
-def default_threads(kind: str) -> int:
-    """Threads per CTA of a variant kind built with threads = 0."""
-    return DEFAULT_THREADS.get(kind, 256)
-
-
-@dataclass(frozen=True)
-class Variant:
-    """A kernel variant: ``kind`` in VARIANTS, cluster size P (1 unless cluster), threads."""
-
-    kind: str
-    P: int = 1
-    threads: int = 0  # 0: the kind's default (DEFAULT_THREADS, else 256)
-    control: bool = False  # work-free twin for the cost model's T_ctrl: no loads, no outputs
-    prefetch: bool = False  # persistent, two row buffers: stage row r+1 while computing row r
-    vregs: int = 0  # regs only: 16-byte vectors per thread held in registers for each input
-    per_row: bool = False  # reread_l2 only: one CTA per row, not the persistent grid (kernels.grid_clusters)
-
-    def __post_init__(self) -> None:
-        if self.kind not in VARIANTS:
-            raise InvalidArgumentError(f"variant kind {self.kind!r}; allowed: {', '.join(VARIANTS)}")
-        if self.threads == 0:
-            object.__setattr__(self, "threads", default_threads(self.kind))
-        if (self.kind == "regs") != (self.vregs != 0) or self.vregs not in (0, *REGS_VECTORS):
-            raise InvalidArgumentError(
-                f"variant {self.kind!r} with vregs = {self.vregs}: the regs variant takes vregs in "
-                f"{', '.join(map(str, REGS_VECTORS))}, the others 0")
-        if (self.kind == "cluster") != (self.P > 1) or self.P not in (1, 2, 4, 8, 16):
-            raise InvalidArgumentError(
-                f"variant {self.kind!r} with P = {self.P}: cluster variants take P in 2, 4, 8, 16, "
-                "the others P = 1")
-        if self.threads % 32 or not 64 <= self.threads <= 1024:
-            raise InvalidArgumentError(f"threads = {self.threads}: a multiple of 32 from 64 to 1024")
-        if self.prefetch and not self.staged:
-            raise InvalidArgumentError("prefetch applies to the staged and cluster variants only")
-        if self.per_row and self.kind != "reread_l2":
-            raise InvalidArgumentError("per_row (one CTA per row) applies to the reread_l2 variants only")
-
-    @property
-    def staged(self) -> bool:
-        return self.kind in ("cluster", "staged")
-
-    @property
-    def looped_reread(self) -> bool:
-        """The re-read kernel at 512 threads ("reread_t512"), built like torch.compile's looped
-        reduction kernels: element loop not unrolled, registers capped (LOOPED_REREAD_BLOCKS), so
-        3-4 CTAs of 512 threads share an SM; lars 4K on the H200: 84.2 us against 86.7 for the
-        fastest other CUDA kernel (``run_2026-11-30_ninth/v5/``). A slice of whole vectors takes
-        two per trip with all their loads issued first (``generate(whole="paired")``): lars 4K
-        0.996x torch.compile's time against 1.011x without (``run_2026-11-30_sixteenth/c7``)."""
-        return self.kind == "reread" and self.threads == 512
-
-    @property
-    def unroll(self) -> int:
-        """``#pragma unroll`` of the element loop of the staged, cluster and re-read kernels
-        (a hint only: their loop loads, branches and consumes one vector per input at a time)."""
-        return 1 if self.looped_reread else 2
-
-    @property
-    def batch(self) -> int:
-        """16-byte vectors per input each thread loads before it consumes any: reread_l2 loads
-        ``batch`` vectors of every input of a pass into registers, then runs the per-vector body
-        over them, so its capped grid still keeps enough loads in flight; 0 for the others."""
-        return 4 if self.kind == "reread_l2" else 0
-
-    @property
-    def min_blocks(self) -> int:
-        """__launch_bounds__ minimum CTAs per SM (64 registers per thread at 1024 and 512
-        threads; the re-read kernel's 256 threads get 128, its looped 512-thread build 42, unless
-        kernels.kernel_source picks another of LOOPED_REREAD_BUILDS)."""
-        if self.kind in ("reread_l2", "regs"):
-            return max(1, 1024 // self.threads)
-        if self.looped_reread:
-            return LOOPED_REREAD_BLOCKS
-        return 2 if self.kind == "reread" else 1
-
-    @property
-    def label(self) -> str:
-        if self.kind == "cluster":
-            base = f"{self.kind}_p{self.P}"
-        elif self.kind == "regs":
-            base = f"regs_v{self.vregs}"
-        else:
-            base = self.kind
-        if self.threads != default_threads(self.kind):
-            base += f"_t{self.threads}"
-        return (base + ("_rows" if self.per_row else "") + ("_pf" if self.prefetch else "")
-                + ("_control" if self.control else ""))
-
-
-def parse_variant_name(name: str) -> tuple[str, int, bool, bool]:
-    """The inverse of ``Variant.label`` (of a non-control variant: "_control" is not parsed):
-    (kind, threads or 0 for the kind's default, prefetch,
-    per_row) of a variant name: what users pass as ``variant=`` ("reread_l2_t512", "staged_pf",
-    "regs_t256") and what ``Variant.label`` writes ("reread_l2_t512_rows", "regs_v2_t512": a
-    regs label's held vectors follow from N). Only parses; ``api.resolve_variant`` says which
-    names are allowed."""
-    prefetch = name.endswith("_pf")  # "staged_pf" / "cluster_pf": persistent, two row buffers
-    name = name.removesuffix("_pf")
-    per_row = name.endswith("_rows")  # "reread_l2_rows", "reread_l2_t512_rows": one CTA per row
-    name = name.removesuffix("_rows")
-    threads = 0
-    base, _, suffix = name.rpartition("_t")  # "reread_l2_t512", "regs_t512": other thread counts
-    if base and suffix.isdigit():
-        name, threads = base, int(suffix)
-    if name.startswith("regs_v"):
-        name = "regs"
-    return name, threads, prefetch, per_row
-
-
-# reread_l2: at most this many 16-byte vectors (4 registers each) a thread loads across the inputs
-# of one pass before consuming any: four per input for one or two inputs, three for three inputs
-# (wvar_bwd, lars: four, 48 registers of buffers, spill 12-32 B at the 64-register bound).
-BATCH_VECTORS = 9
-
-
-def pass_batch(variant: Variant, inputs: int) -> int:
-    """Vectors per input each thread of ``variant`` loads before consuming any, in a pass reading
-    ``inputs`` inputs from global memory (0: no batching, the variant's plain loop)."""
-    if not variant.batch:
-        return 0
-    return max(1, min(variant.batch, BATCH_VECTORS // max(1, inputs)))
-
-
-def kernel_name(spec: ReductionSpec, variant: Variant) -> str:
-    return f"rr_{spec.name}_{variant.label}"
-
-
-def parameter_kinds(spec: ReductionSpec) -> tuple[str, ...]:
-    """Launch parameter kinds in order: inputs, columns, row inputs, outputs, row outputs,
-    scalars, M, N."""
-    pointers = (len(spec.inputs) + len(spec.columns) + len(spec.row_inputs) + len(spec.outputs)
-                + len(spec.row_outputs))
-    return ("ptr",) * pointers + ("f32",) * len(spec.scalars) + ("i32", "i32")
-
-
-def waits_per_input(spec: ReductionSpec, variant: Variant) -> bool:
-    """Whether each staged input's bulk copy completes on its own mbarrier, so that each pass
-    waits for its own inputs only: the staged kinds without prefetch, where the first pass reads
-    only some staged inputs (``generate`` says where it was measured)."""
-    return variant.staged and not variant.prefetch and bool(spec.staged_late)
-
-
-def barrier_count(spec: ReductionSpec, variant: Variant) -> int:
-    """mbarriers a staged kernel declares: row staging, column staging, two per stage (the
-    exchange, by row parity), one for the prefetch's second row buffer, and one per staged input
-    after the first where passes wait per input. None in the other kinds."""
-    if not variant.staged:
-        return 0
-    count = 2 + 2 * len(spec.stages) + (1 if variant.prefetch else 0)
-    return count + (len(spec.staged_inputs) - 1 if waits_per_input(spec, variant) else 0)
-
-
-def static_smem_bytes(spec: ReductionSpec, variant: Variant) -> int:
-    """Shared memory the kernel declares statically (barriers in the staged kinds, exchange
-    slots, reduce scratch)."""
-    q = [len(s.stats) for s in spec.stages]
-    raw = 8 * barrier_count(spec, variant) + 8 * variant.P * sum(q) + 4 * (variant.threads // 32) * max(q)
-    return (raw + 127) // 128 * 128 + 128  # ptxas pads each array and rounds the total to 128 B
-
-
-def cap_vectors(N: int, P: int) -> int:
-    """16-byte vectors of shared memory per staged input per CTA (matches make_slice)."""
-    per = (-(-N // P) + 3) // 4 * 4
-    return per // 4 + 1
-
-
-def dynamic_smem_bytes(spec: ReductionSpec, variant: Variant, N: int) -> int:
-    if not variant.staged:
-        return 0
-    buffers = 2 if variant.prefetch else 1
-    return (buffers * len(spec.staged_inputs) + len(spec.columns)) * cap_vectors(N, variant.P) * 16
 
 
 def _rename(spec: ReductionSpec) -> dict[str, str]:
@@ -245,10 +79,10 @@ def generate(spec: ReductionSpec, variant: Variant, min_blocks: int | None = Non
                                    "not generated CUDA")
     P, T = variant.P, variant.threads
     staged = spec.staged_inputs if variant.staged else []
-    # regs: every input some pass reads loaded into registers up front, lars' v with w and g (before:
-    # L2-prefetched, loaded in the output pass; on the H200 holding it measured 3.6 % faster for
-    # regs_v4_t256 at 4K and 0.6 % for regs_v4_t512 at 8K, 0.7 % slower for regs_v2_t512 at 4K:
-    # benchmarks/results/h200/run_2026-11-30_twelfth/y2/)
+    # regs: every input some pass reads loaded into registers up front, lars' v with w and g (on the
+    # H200, holding v measured 3.6 % faster than L2-prefetching it for the output pass for
+    # regs_v4_t256 at 4K and 0.6 % for regs_v4_t512 at 8K, 0.7 % slower for regs_v2_t512 at 4K;
+    # commit b13c30d)
     held = list(spec.read_inputs) if variant.kind == "regs" else []
     # The last pass that reads each input: reread_l2 streams an input on its last read (the
     # original re-read kernel keeps its behaviour: streaming loads in the output pass only).
@@ -256,7 +90,7 @@ def generate(spec: ReductionSpec, variant: Variant, min_blocks: int | None = Non
     # inputs read from global memory once, by a pass after the first (lars' v): the staged
     # kernels prefetch them into the L2 with their staging, so that pass finds them there (the
     # re-read kernels leave the L2 to the inputs they read again: prefetching there measured
-    # 4-12 % slower at 16K-32K, benchmarks/results/h200/late_inputs/)
+    # 4-12 % slower at 16K-32K; commit 91c4355)
     prefetched = [n for n, last in final_pass.items() if last > 0 and n not in spec.staged_inputs
                   ] if variant.staged else []
     exact_last_use = variant.kind == "reread_l2"
@@ -298,9 +132,9 @@ def generate(spec: ReductionSpec, variant: Variant, min_blocks: int | None = Non
     second_buffer_bar = 2 + 2 * len(q)  # the first barrier after the fixed ones (barrier_count)
     # One staging barrier per staged input when the first pass reads only some of them, so that
     # each pass waits for its own inputs: layernorm_bwd's stage 1 (x) and its exchange run while dy
-    # still arrives. Measured on the H200 (run_2026-11-30_eleventh/x2/sw.log, best P): layernorm_bwd
-    # 3.56 -> 3.76 TB/s at 64K, wvar_bwd 4.15 -> 4.33, softmax_bwd 4.18 -> 4.24; the staged kernels
-    # +13-17 % at 16K. Where the first pass reads every staged input, one barrier (as before).
+    # still arrives. Measured on the H200 at the best P (commit dc4f682): layernorm_bwd 3.76 TB/s at
+    # 64K against 3.56 with one barrier, wvar_bwd 4.33 against 4.15, softmax_bwd 4.24 against 4.18;
+    # the staged kernels +13-17 % at 16K. Where the first pass reads every staged input, one barrier.
     split_wait = waits_per_input(spec, variant)
     n_bars = barrier_count(spec, variant)
     # staged input i > 0 waits on barrier second_buffer_bar + i - 1 (no prefetch buffer here)
@@ -321,7 +155,7 @@ def generate(spec: ReductionSpec, variant: Variant, min_blocks: int | None = Non
         w("  const u64 _l2_keep = l2_keep_policy();  // data read from global by several passes")
     row_buffers = 2 if variant.prefetch else 1
     if staged or staged_cols:
-        w(f"  const int _cap = {cap_vectors_expr()};")
+        w(f"  const int _cap = {cap_vectors_c()};")
         for i, n in enumerate(staged_cols):
             w(f"  float4* const s_{n} = stage_buf + {row_buffers * ns + i} * _cap;  // column slice")
     if variant.staged:
@@ -520,7 +354,7 @@ def generate(spec: ReductionSpec, variant: Variant, min_blocks: int | None = Non
             opening the ``else`` the general loop goes under. "paired": two vectors per trip, the
             loads of both issued before either is used (4 loads in flight per thread in lars'
             statistics pass, 6 in its output pass, where the general loop waits for 2 and 3;
-            benchmarks/results/h200/run_2026-11-30_sixteenth/c7 and sass/). "unrolled": unguarded
+            commits 6803617, 9b181c2). "unrolled": unguarded
             loads, the loop unrolled twice."""
             if whole == "paired":
                 w("  if (_s.nfull == _s.nvec) {  // whole vectors: two per trip, both vectors' loads first")
@@ -682,7 +516,7 @@ def generate(spec: ReductionSpec, variant: Variant, min_blocks: int | None = Non
             footer.append(f"if (_full) reinterpret_cast<char4*>(p_{o.name})[_v] = make_char4("
                           f"{o.name}_o[0], {o.name}_o[1], {o.name}_o[2], {o.name}_o[3]);")
         else:  # streamed (evict first), except from regs kernels, whose plain stores measured
-            # -0.2 to +2.7 % at lars / pearson_bwd 4K-8K (run_2026-11-30_twelfth/y1, y2): the
+            # -0.2 to +2.7 % at lars / pearson_bwd 4K-8K (commit b13c30d): the
             # loads' change is the gain there, the stores' is within run-to-run noise
             vector = f"make_float4({o.name}_o[0], {o.name}_o[1], {o.name}_o[2], {o.name}_o[3])"
             footer.append(f"if (_full) reinterpret_cast<float4*>(p_{o.name})[_v] = {vector};"
@@ -697,7 +531,3 @@ def generate(spec: ReductionSpec, variant: Variant, min_blocks: int | None = Non
     w("  }  // rows")
     w("}")
     return "\n".join(out) + "\n"
-
-
-def cap_vectors_expr() -> str:
-    return "((((N + P - 1) / P + 3) & ~3) >> 2) + 1"

@@ -16,26 +16,24 @@ Every term is a time in milliseconds for the whole (M, N) problem:
   floor, T_B - M x N x (b_B - b_reread) / B_HBM, when the baseline holds at most
   SINGLE_READ_MAX_CTAS_PER_SM CTAs per SM at once, and 0 above (its own CTAs overlap enough).
   A baseline that holds its row on chip (``staged``, ``regs``) counts its CTAs in units of
-  SINGLE_READ_CTA_THREADS threads, the staged kernels' size when the limit was chosen: the regs
-  kernels came later with 256-1024 threads per CTA, and a 512-thread regs CTA keeps as many warps
-  streaming as two staged ones. Made after the twelfth session's runs y4 / y6, where the regs
-  kernels got 3-6 % faster and two 512-thread CTAs per SM left the model predicting P = 2 to pay at
-  8K (layernorm_bwd, softmax_bwd) where the cluster kernel, at the same 50 % occupancy (Nsight
-  Compute, y7), was 1-6 % slower: 27 and 26 of 30 with CTAs, 28 and 29 with the unit.
-  The one-CTA-per-row re-read kernel (``reread``, ``reread_t512``) counts in those units too
-  (sixteenth session: its whole-vector path took ``reread_t512`` from four 512-thread CTAs per SM
-  to three, which counted as CTAs would credit lars 4K with a stall the table measured the cluster
-  kernel not to save). Rescoring the three recorded H200 evaluations with that change leaves them
-  identical (29, 29 and 28 of 30), by construction: their one re-read baseline (lars 4K, four CTAs
-  per SM) was above the limit under either count; a CPU test holds the three-CTA case. Every
-  ``reread_l2`` form (persistent and ``_rows``) stays counted in CTAs: all in threads scored 19-20
-  of 30, the ``_rows`` forms alone 27, 29 and 27.
+  SINGLE_READ_CTA_THREADS threads, the staged kernels' size: a 512-thread regs CTA keeps as many
+  warps streaming as two staged ones. Counted as CTAs, two 512-thread regs CTAs per SM made the
+  model predict P = 2 to pay at 8K (layernorm_bwd, softmax_bwd) where the cluster kernel, at the
+  same 50 % occupancy (Nsight Compute), was 1-6 % slower; two H200 evaluations scored 27 and 26
+  of 30 with CTAs, 28 and 29 with the unit (commits 9c4bf75, b38d180).
+  The one-CTA-per-row re-read kernel (``reread``, ``reread_t512``) counts in those units too: at
+  three 512-thread CTAs per SM, counted as CTAs, lars 4K would get a stall credit that the table
+  measured the cluster kernel not to save. Rescoring the three recorded H200 evaluations with
+  that count leaves them identical (29, 29 and 28 of 30), since their one re-read baseline (lars
+  4K, four CTAs per SM) is above the limit under either count; a CPU test holds the three-CTA
+  case. Every ``reread_l2`` form (persistent and ``_rows``) stays counted in CTAs: all in
+  threads scored 19-20 of 30, the ``_rows`` forms alone 27, 29 and 27 (commit 2e75e66).
   This is smemkit's extension: the paper applies Eq. 7 to either baseline, and all its
-  remaining errors were at staged-baseline points. The limit was 1, made on graph-timed H200
-  data that measured the cluster kernels 2-9 % slow (benchmarks/results/h200/timing_modes/); on
-  the both-modes run of the sixth session it is 3 (29/30 there; 1: 22/30), and the three later
-  runs of the seventh session, measured after that choice, score 28/30 with it (1: 23-24/30);
-  docs/reduction.md;
+  remaining errors were at staged-baseline points. The limit is 3: an H200 evaluation timed in
+  both modes scores 29/30 with it (22/30 with a limit of 1), and three evaluations with the
+  warm-up timing, measured after the choice, 28/30 (23-24/30 with 1) (commits ad505fb, ec6845a,
+  4ccc825); graph-timed data, which measured the cluster kernels 2-9 % slow, favoured 1
+  (commit d1679d0); docs/reduction.md;
 - T_ctrl: the excess time of a work-free control kernel with the same grid, P, dynamic shared
   memory and exchanges, over a one-CTA control (measured; see ``control`` variants in codegen);
 - W(M, P) (Eq. 8): sequential cluster waves, ceil(M / resident clusters);
@@ -43,8 +41,8 @@ Every term is a time in milliseconds for the whole (M, N) problem:
   (f x local read rate), less the share of the slice the first pass reads while the staged inputs
   it does not read still arrive (smemkit's kernels wait per input there: ``spec.staged_late``;
   the stream of the rest at HBM speed outlasts that shared-memory read). smemkit's extension,
-  made with the per-input barriers (eleventh session): their cluster kernels beat T_B at
-  wvar_bwd / softmax_bwd 16K by 4.5 / 2.5 % where the whole replay predicted a loss;
+  for the kernels with per-input barriers: they beat T_B at wvar_bwd / softmax_bwd 16K by 4.5 /
+  2.5 % where the whole replay predicted a loss (commit dc4f682);
 - T_deposit: the part of the staging store not hidden under the input stream,
   W x slice bytes x max(1/local store rate - 1/per-SM source rate, 0) / f;
 - T_DSM (Eq. 8): remote stores of the partials, W x s x (P - 1) x sum(q_l) / (f x remote store rate);
@@ -53,23 +51,26 @@ Every term is a time in milliseconds for the whole (M, N) problem:
   While one CTA waits at a barrier or replays its slice, the other k - 1 on its SM keep streaming,
   so only 1/k of the overhead terms shows in the kernel's time. smemkit's extension (the paper
   charges them whole, as with one staged CTA per SM, where k = 1). On the H200 evaluations timed
-  with both modes (sixth session) or the warm-up (seventh, three runs): 29, 28, 28, 28 of 30
-  points, against 16, 20, 20, 20 with the overheads whole; on the three graph-timed ones, which
-  measured the cluster kernels slow: 17, 22, 22 against 23, 23, 22 (docs/reduction.md);
+  in both modes or with the warm-up (four): 29, 28, 28, 28 of 30 points, against 16, 20, 20, 20
+  with the overheads whole; on the three graph-timed ones, which measured the cluster kernels
+  slow: 17, 22, 22 against 23, 23, 22 (docs/reduction.md);
 - ΔT (Eq. 9) = T_save - (T_ctrl + T_replay + T_deposit + T_DSM) / k: the cluster variant is
   predicted to beat the non-cluster kernel when ΔT > 0. N* is the smallest width with ΔT > 0 for
   a legal P.
 - The predicted P: the smallest P whose ΔT (> 0) is within P_TIE_FRACTION of T_B of the largest.
   The per-P ΔT misses the measured T_B - T_cluster by 6.7-7.8 % of T_B at the median (three H200
   evaluations, every P predicted to pay), so closer ΔTs do not rank the sizes; and where the
-  largest ΔT's P was not the measured best (10 of 20 profitable points in the eleventh session's
-  run x4), it was always a larger P than the best (more peers to wait for per exchange, eight-CTA
-  clusters packed unevenly into GPCs: not in the terms). With the rule, the picked P is the
-  measured best at 16 of 20 in each of four runs (10-13 without) and within 5.5 % of it at every
-  point (up to 8-12 % slower without: layernorm_bwd 64K's P = 16). smemkit's extension, for its
-  own kernels (``shape_of``): the paper takes the largest ΔT, as the ablation does, and so does
-  CREDIT's H100 table, where the largest measured P (8) was the fastest at every 64K point and the
-  rule would pick smaller, slower ones.
+  largest ΔT's P was not the measured best (10 of 20 profitable points in one H200 evaluation,
+  commit 805efcb), it was always a larger P than the best (more peers to wait for per exchange,
+  eight-CTA clusters packed unevenly into GPCs: not in the terms). With the rule, the picked P is
+  the measured best at 16 of 20 in each of four evaluations (10-13 without) and within 5.5 % of it
+  at every point (up to 8-12 % slower without: layernorm_bwd 64K's P = 16). smemkit's extension,
+  for its own kernels (``shape_of``): the paper takes the largest ΔT, as the ablation does, and so
+  does CREDIT's H100 table, where the largest measured P (8) was the fastest at every 64K point
+  and the rule would pick smaller, slower ones.
+
+Where the driver's occupancy was not measured, the resident clusters come from the tiling part's
+occupancy calculator (:func:`resident_estimate`).
 
 The ablation ("peak bandwidth + serialized staging", paper Table V) replaces the achieved
 bandwidth by the profile's HBM bandwidth in T_save, charges the whole staging store, and overlaps
@@ -83,9 +84,10 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 
 from smemkit.hw.profile import DeviceProfile
-from smemkit.reduction.codegen import Variant, default_threads, parse_variant_name
 from smemkit.reduction.kernels import CLUSTER_SIZES, L2_BUDGET_FRACTION, smem_per_cta
 from smemkit.reduction.spec import ReductionSpec
+from smemkit.reduction.variant import Variant, default_threads, parse_variant_name
+from smemkit.tiling.occupancy import device_limits, resident_clusters
 
 SCALAR_BYTES = 4
 # T_save against a single-read baseline: its stall counts when it holds at most this many CTAs
@@ -211,11 +213,18 @@ class Verdict:
 
 
 def resident_estimate(shape: KernelShape, P: int, profile: DeviceProfile, threads: int = 256) -> int:
-    """Clusters resident at once when the driver's occupancy is not known: CTAs per SM from
-    shared memory (1 KB reserved per CTA) and threads, times SMs, over P."""
-    per_cta = shape.smem_per_cta(P) + 1024
-    ctas_per_sm = min(profile.smem_per_sm_bytes // per_cta, 2048 // threads, 32)
-    return max(1, ctas_per_sm * profile.sm_count // P)
+    """Clusters resident at once when the driver's occupancy is not known: the theoretical
+    occupancy (:func:`smemkit.tiling.occupancy.resident_clusters`) of ``threads``-thread CTAs with
+    the cluster kernel's shared memory, registers not counted (unknown before compiling); at
+    least 1. A P that cannot launch (its shared memory or cluster size above the GPU's limits,
+    which ``evaluate`` reports as illegal) gets 1."""
+    need = shape.smem_per_cta(P)
+    lim = device_limits(profile.compute_capability, sm_count=profile.sm_count,
+                        smem_per_sm=profile.smem_per_sm_bytes, smem_per_block=profile.smem_per_block_bytes,
+                        max_cluster=profile.max_cluster_size)
+    if need > lim.smem_per_block_optin or P > profile.max_cluster_size:
+        return 1
+    return max(1, resident_clusters(lim, profile.sm_count, threads, 0, need, P))
 
 
 def stall_units(measured: Measured) -> float | None:

