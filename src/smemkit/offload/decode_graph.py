@@ -45,6 +45,7 @@ from torch import nn
 from transformers.cache_utils import Cache, CacheLayerMixin
 
 from smemkit.errors import InvalidArgumentError, SmemkitError
+from smemkit.offload.hf_cache import BatchSplitCache
 
 ATTENTION_NAME = "smemkit_static"
 WARMUP_STEPS = 2  # eager runs on a side stream before capture: lazy kernel loads, cuBLAS handles, rings
@@ -413,9 +414,8 @@ def decode_engine(model, *, batch: int | None = None, max_seq_len: int | None = 
     """A :class:`DecodeEngine` for an :class:`~.hf_model.OffloadedModel` (its own split cache
     buffers, batch and context) or a plain Hugging Face decoder already on its device (``batch``
     and ``max_seq_len`` required; the K/V cache allocated wholly on that device)."""
-    from smemkit.offload.hf_model import OffloadedModel
-
-    if isinstance(model, OffloadedModel):
+    # an OffloadedModel (hf_model, which imports this module) is known by its split cache
+    if isinstance(getattr(model, "kv_cache", None), BatchSplitCache):
         layers = model.kv_cache.layers
         batch_, seq = layers[0].split.batch, layers[0].split.max_seq_len
         for label, given, planned in (("batch", batch, batch_), ("max_seq_len", max_seq_len, seq)):

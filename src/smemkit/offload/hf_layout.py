@@ -179,7 +179,7 @@ def check_model(model: nn.Module) -> tuple[ModelConfig, torch.dtype]:
                 f"{name}: in_features = {m.in_features} must be a multiple of {K_MULTIPLE}")
     dtype = dtypes.pop()
     cfg = config_from_hf(data, name=getattr(config, "name_or_path", "") or str(kind))
-    return replace(cfg, dtype_bytes=torch.empty((), dtype=dtype).element_size()), dtype
+    return replace(cfg, dtype=str(dtype).removeprefix("torch.")), dtype
 
 
 def op_of_linear(name: str) -> str | None:

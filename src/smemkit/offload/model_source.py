@@ -17,29 +17,20 @@ from dataclasses import replace
 from pathlib import Path
 
 from smemkit.errors import InvalidArgumentError
-from smemkit.offload.models import BF16_BYTES, BUILTIN_MODELS, ModelConfig, load_model
+from smemkit.offload.models import BUILTIN_MODELS, ModelConfig, canonical_dtype, load_model
 
 CONFIG_NAME = "config.json"
 INDEX_NAME = "model.safetensors.index.json"
-# config.json dtype names (torch's, without "torch.") -> bytes per element
-CONFIG_DTYPE_BYTES = {"float32": 4, "float": 4, "float16": 2, "half": 2, "bfloat16": 2, "float64": 8}
-# safetensors header dtype codes -> bytes per element
-HEADER_DTYPE_BYTES = {"F64": 8, "F32": 4, "F16": 2, "BF16": 2, "F8_E4M3": 1, "F8_E5M2": 1,
-                      "I64": 8, "I32": 4, "I16": 2, "I8": 1, "U8": 1, "BOOL": 1}
+# safetensors header dtype codes -> the weight dtypes the planner knows (models.DTYPE_BYTES)
+HEADER_DTYPES = {"F32": "float32", "F16": "float16", "BF16": "bfloat16"}
 MAX_HEADER_BYTES = 100 * 2**20  # the safetensors format's own limit
 
 
-def config_dtype_bytes(data: dict, where: str) -> int | None:
-    """Bytes per weight element a config.json declares (``dtype``, else ``torch_dtype``), or None."""
+def config_dtype(data: dict, where: str) -> str | None:
+    """The weight dtype a config.json declares (``dtype``, else ``torch_dtype``), or None."""
     for key in ("dtype", "torch_dtype"):
-        value = data.get(key)
-        if value is None:
-            continue
-        name = str(value).removeprefix("torch.")
-        if name not in CONFIG_DTYPE_BYTES:
-            raise InvalidArgumentError(f"{where}: '{key}' is {value!r}; allowed: "
-                                       f"{', '.join(CONFIG_DTYPE_BYTES)}")
-        return CONFIG_DTYPE_BYTES[name]
+        if data.get(key) is not None:
+            return canonical_dtype(data[key], f"{where}: '{key}'")
     return None
 
 
@@ -84,8 +75,8 @@ def safetensors_header(path: str | Path) -> dict:
     return header
 
 
-def checkpoint_dtype_bytes(directory: str | Path) -> int | None:
-    """Bytes per element of the dtype that holds most of a checkpoint's tensor bytes."""
+def checkpoint_dtype(directory: str | Path) -> str | None:
+    """The dtype that holds most of a checkpoint's tensor bytes, as models.DTYPE_BYTES names it."""
     held: Counter[str] = Counter()
     for path in checkpoint_files(directory):
         for name, entry in safetensors_header(path).items():
@@ -97,10 +88,10 @@ def checkpoint_dtype_bytes(directory: str | Path) -> int | None:
     if not held:
         return None
     code = held.most_common(1)[0][0]
-    if code not in HEADER_DTYPE_BYTES:
-        raise InvalidArgumentError(f"checkpoint {directory}: tensors of dtype {code!r}; known: "
-                                   f"{', '.join(HEADER_DTYPE_BYTES)}")
-    return HEADER_DTYPE_BYTES[code]
+    if code not in HEADER_DTYPES:
+        raise InvalidArgumentError(f"checkpoint {directory}: most tensor bytes are {code!r}; the planner "
+                                   f"knows {', '.join(HEADER_DTYPES)}")
+    return HEADER_DTYPES[code]
 
 
 def model_config_from_source(spec: str | Path) -> ModelConfig:
@@ -114,9 +105,9 @@ def model_config_from_source(spec: str | Path) -> ModelConfig:
     config_path = path / CONFIG_NAME if directory is not None else path
     if directory is not None and not config_path.is_file():
         raise InvalidArgumentError(f"--model '{text}': the directory has no {CONFIG_NAME}")
-    cfg = load_model(str(config_path))
+    cfg = load_model(str(config_path))  # the config's own dtype, bfloat16 when it names none
     data = json.loads(config_path.read_text())  # load_model read and checked it already
-    size = config_dtype_bytes(data, str(config_path))
-    if size is None and directory is not None and any(directory.glob("*.safetensors")):
-        size = checkpoint_dtype_bytes(directory)
-    return replace(cfg, name=text, dtype_bytes=size or BF16_BYTES)
+    if config_dtype(data, str(config_path)) is None and directory is not None \
+            and any(directory.glob("*.safetensors")):
+        cfg = replace(cfg, dtype=checkpoint_dtype(directory) or cfg.dtype)
+    return replace(cfg, name=text)

@@ -46,7 +46,8 @@ def test_plan_from_a_config_and_a_checkpoint_directory(tmp_path, dtype, size):
     data = json.loads((tmp_path / "config.json").read_text())
     for source in (tmp_path, tmp_path / "config.json"):
         cfg = model_config_from_source(str(source))
-        assert cfg == replace(config_from_hf(data, name=str(source)), dtype_bytes=size)
+        assert cfg == replace(config_from_hf(data, name=str(source)))
+        assert cfg.dtype_bytes == size and cfg.dtype == str(dtype).removeprefix("torch.")
     ops = decode_ops(model_config_from_source(tmp_path), 2, 16)
     linear_bytes = sum(m.weight.numel() * size for m in model.modules() if isinstance(m, nn.Linear))
     assert sum(op.weight_bytes for op in ops if op.kind != "attention") == linear_bytes
@@ -62,7 +63,7 @@ def test_plan_sources_builtin_and_errors(tmp_path):
     with pytest.raises(InvalidArgumentError, match="no config.json"):
         model_config_from_source(tmp_path)
     (tmp_path / "config.json").write_text(json.dumps({**CONFIGS["llama"]().to_dict(), "dtype": "int4"}))
-    with pytest.raises(InvalidArgumentError, match="'dtype' is 'int4'; allowed"):
+    with pytest.raises(InvalidArgumentError, match="'dtype' 'int4': allowed are"):
         model_config_from_source(tmp_path)
 
 
