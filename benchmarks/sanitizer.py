@@ -530,14 +530,14 @@ def _tiling_kernel(name: str) -> None:
 @functools.cache
 def _tiling_suite():
     from smemkit.runtime.launch import KernelModule
-    from smemkit.tiling.microkernel import suite_kernels, suite_source
+    from smemkit.tiling.validation_suite import suite_kernels, suite_source
 
     kernels = [k for _, k in suite_kernels()]
     return KernelModule(suite_source(kernels), "tiling_validate_suite"), {k.name: k for k in kernels}
 
 
 def tiling_cases(tool: str, with_triton: bool) -> list[Case]:
-    from smemkit.tiling.microkernel import suite_kernels
+    from smemkit.tiling.validation_suite import suite_kernels
 
     cases = [Case("baseline", "one block", functools.partial(_tiling_kernel, "baseline"))]
     cases += [Case(k.name, f"one block {k.block}", functools.partial(_tiling_kernel, k.name))
