@@ -45,7 +45,6 @@ refusal and the command exits 2; it exits 1 when any run found errors or failed.
 from __future__ import annotations
 
 import argparse
-import datetime
 import functools
 import glob
 import json
@@ -277,8 +276,8 @@ def _direct_planned(m: int, n: int, k: int, ratio: float, P: int, split: int) ->
 
 def direct_gemm_cases(tool: str, with_triton: bool) -> list[Case]:
     cases = [_linear_case("direct", 1, 64, 64, 1.0, "bf16", "direct"),
-             _linear_case("direct", 7, 100, 136, 0.5, "fp16", "direct"),
-             _linear_case("direct", 130, 300, 200, 0.4, "bf16", "direct")]
+             _linear_case("direct", 7, 104, 136, 0.5, "fp16", "direct"),
+             _linear_case("direct", 130, 296, 200, 0.4, "bf16", "direct")]
     for P, split in ((1, 3), (2, 1), (4, 3)):
         cases.append(Case(f"direct P={P} split={split}", "bf16 m=256 n=300 k=576 r=0.5",
                           functools.partial(_direct_planned, 256, 300, 576, 0.5, P, split)))
@@ -530,7 +529,8 @@ def _tiling_kernel(name: str) -> None:
 @functools.cache
 def _tiling_suite():
     from smemkit.runtime.launch import KernelModule
-    from smemkit.tiling.validation_suite import suite_kernels, suite_source
+    from smemkit.tiling.microkernel import suite_source
+    from smemkit.tiling.validation_suite import suite_kernels
 
     kernels = [k for _, k in suite_kernels()]
     return KernelModule(suite_source(kernels), "tiling_validate_suite"), {k.name: k for k in kernels}
@@ -726,20 +726,13 @@ def one_run(job: tuple[str, str | None], exe: str | None, with_triton: bool, wor
 
 
 def provenance(argv: list[str], exe: str | None) -> dict:
+    """The shared provenance block (smemkit.hw.environment) plus the sanitizer's path, version
+    and flags."""
     from smemkit.hw.environment import device_block
+    from smemkit.hw.environment import provenance as shared_provenance
 
-    def git(*args: str) -> str | None:
-        try:
-            done = subprocess.run(["git", *args], capture_output=True, text=True, timeout=30,
-                                  cwd=HERE.parent)
-        except (OSError, subprocess.SubprocessError):
-            return None
-        return done.stdout.strip() if done.returncode == 0 else None
-
-    status = git("status", "--porcelain", "--untracked-files=no")
-    return {"commit": git("rev-parse", "HEAD"), "dirty": bool(status) if status is not None else None,
-            "command": " ".join(["python3", "benchmarks/sanitizer.py", *argv]),
-            "date": datetime.date.today().isoformat(), "device": device_block(),
+    device = device_block()
+    return {**shared_provenance(device, ["benchmarks/sanitizer.py", *argv]), "device": device,
             "sanitizer": {"path": exe, "version": sanitizer_version(exe) if exe else None,
                           "flags": list(SANITIZER_FLAGS)}}
 
