@@ -22,6 +22,7 @@ from __future__ import annotations
 import contextlib
 import ctypes
 import math
+import os
 import threading
 import weakref
 from dataclasses import dataclass
@@ -44,15 +45,20 @@ def _gib(nbytes: int) -> str:
 
 
 def available_host_bytes() -> int | None:
-    """``MemAvailable`` from /proc/meminfo (Linux), or None where it cannot be read."""
+    """Host memory a new allocation can take: Linux's ``MemAvailable`` (free pages plus what the
+    kernel can reclaim, such as the page cache a checkpoint read fills), else the free pages
+    ``os.sysconf`` reports, else None."""
     try:
         with open("/proc/meminfo") as f:
             for line in f:
                 if line.startswith("MemAvailable:"):
                     return int(line.split()[1]) * 1024
     except (OSError, ValueError, IndexError):
+        pass
+    try:
+        return os.sysconf("SC_AVPHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
+    except (AttributeError, OSError, ValueError):
         return None
-    return None
 
 
 def check_pinned_request(nbytes: int, what: str = "pinned host buffer") -> None:

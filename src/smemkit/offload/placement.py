@@ -18,6 +18,7 @@ import torch
 from torch import nn
 
 from smemkit.errors import InvalidArgumentError
+from smemkit.offload.pinned import available_host_bytes
 
 
 class Placement(Protocol):
@@ -50,25 +51,6 @@ class Placement(Protocol):
 
     def free(self) -> None:
         """Release the host memory this placement allocated (``pinned_empty``) now."""
-
-
-def available_host_bytes() -> int | None:
-    """Host memory a new allocation can take: Linux's ``MemAvailable`` (free pages plus what the
-    kernel can reclaim, such as the page cache a checkpoint read fills), else the free pages
-    ``os.sysconf`` reports, else None."""
-    import os
-
-    try:
-        with open("/proc/meminfo") as f:
-            for line in f:
-                if line.startswith("MemAvailable:"):
-                    return int(line.split()[1]) * 1024
-    except (OSError, ValueError, IndexError):
-        pass
-    try:
-        return os.sysconf("SC_AVPHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
-    except (AttributeError, OSError, ValueError):
-        return None
 
 
 class GpuPlacement:
