@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from collections.abc import Sequence
 from importlib import metadata
@@ -66,3 +67,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"smemkit: error: 'smemkit {args.command}' {GPU_EXTRA_HINT} ({exc.name} is not installed)",
               file=sys.stderr)
         return 2
+    except BrokenPipeError:
+        # the reader went away (`smemkit ... | head`): stop quietly, as other command-line tools do;
+        # stdout is pointed at /dev/null so the interpreter's final flush cannot raise again
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 0
