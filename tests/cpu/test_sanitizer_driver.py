@@ -206,3 +206,36 @@ def test_the_pip_wheels_layouts_are_found(driver, monkeypatch, tmp_path, layout)
     found, looked = driver.find_sanitizer()
     if not Path("/usr/local/cuda/bin/compute-sanitizer").exists():
         assert found == str(exe), looked
+
+
+def _smemkit_imports(path: Path) -> list[tuple[int, str, str]]:
+    """(line, module, name) of every ``from smemkit... import name`` in ``path``, also inside
+    functions: the driver's cases import lazily, so a moved name fails only on the GPU."""
+    import ast
+
+    found = []
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.ImportFrom) and (node.module or "").startswith("smemkit"):
+            found += [(node.lineno, node.module, alias.name) for alias in node.names]
+    return found
+
+
+@pytest.mark.parametrize("script", ["sanitizer.py", "offload_e2e.py", "offload_ops.py",
+                                    "offload_attention.py", "reduction.py", "tiling_validate.py"])
+def test_every_lazy_smemkit_import_of_a_gpu_script_resolves(script):
+    pytest.importorskip("torch")
+    import importlib
+
+    missing = []
+    for line, module, name in _smemkit_imports(ROOT / "benchmarks" / script):
+        try:
+            mod = importlib.import_module(module)
+        except ImportError as exc:  # a whole module missing is as bad as a name
+            missing.append(f"{script}:{line}: {module} ({exc})")
+            continue
+        if not hasattr(mod, name):
+            try:
+                importlib.import_module(f"{module}.{name}")
+            except ImportError:
+                missing.append(f"{script}:{line}: {module}.{name}")
+    assert not missing, "imports that fail where the script runs:\n" + "\n".join(missing)
