@@ -20,7 +20,7 @@ import torch
 from smemkit.runtime import cache
 
 
-def _session_cache_dir() -> tuple[Path, bool]:
+def _test_run_cache_dir() -> tuple[Path, bool]:
     """The cache directory for the test run and whether it is a temporary one made here."""
     chosen = os.environ.get(cache.CACHE_ENV)
     if chosen:
@@ -30,13 +30,13 @@ def _session_cache_dir() -> tuple[Path, bool]:
     return Path(tempfile.mkdtemp(prefix="smemkit-test-cache-")), True
 
 
-SESSION_CACHE_DIR, SESSION_CACHE_IS_TEMPORARY = _session_cache_dir()
-os.environ[cache.CACHE_ENV] = str(SESSION_CACHE_DIR)
+TEST_RUN_CACHE_DIR, TEST_RUN_CACHE_IS_TEMPORARY = _test_run_cache_dir()
+os.environ[cache.CACHE_ENV] = str(TEST_RUN_CACHE_DIR)
 
 
 def pytest_unconfigure(config: pytest.Config) -> None:
-    if SESSION_CACHE_IS_TEMPORARY:
-        shutil.rmtree(SESSION_CACHE_DIR, ignore_errors=True)
+    if TEST_RUN_CACHE_IS_TEMPORARY:
+        shutil.rmtree(TEST_RUN_CACHE_DIR, ignore_errors=True)
 
 
 def _gpu_reason() -> str | None:

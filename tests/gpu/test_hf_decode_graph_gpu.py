@@ -18,27 +18,20 @@ import torch
 
 transformers = pytest.importorskip("transformers")
 
+from hf_tiny_models import FOUR_ARCHS, tiny_configs  # noqa: E402
+from hf_tiny_models import tiny as tiny_model  # noqa: E402
+
 from smemkit.cli.main import main  # noqa: E402
 from smemkit.offload import decode_engine, offload_model  # noqa: E402
 
 pytestmark = pytest.mark.gpu
 
-COMMON = dict(vocab_size=512, hidden_size=64, num_hidden_layers=2, max_position_embeddings=128)
-GQA = dict(intermediate_size=256, num_attention_heads=4, num_key_value_heads=2, head_dim=32)
-CONFIGS = {
-    "llama": lambda: transformers.LlamaConfig(**COMMON, **GQA),
-    "qwen3": lambda: transformers.Qwen3Config(**COMMON, **GQA, tie_word_embeddings=True),
-    "opt": lambda: transformers.OPTConfig(
-        **COMMON, ffn_dim=256, num_attention_heads=4, word_embed_proj_dim=64
-    ),
-    "mistral": lambda: transformers.MistralConfig(**COMMON, **GQA),
-}
+CONFIGS = tiny_configs(vocab_size=512, intermediate_size=256, archs=FOUR_ARCHS)
 B, L, T = 8, 8, 32
 
 
 def tiny(arch):
-    torch.manual_seed(0)
-    return transformers.AutoModelForCausalLM.from_config(CONFIGS[arch](), dtype=torch.bfloat16).eval()
+    return tiny_model(arch, configs=CONFIGS)
 
 
 def prompt(seed=1):

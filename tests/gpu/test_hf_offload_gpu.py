@@ -21,6 +21,9 @@ from torch import nn
 
 transformers = pytest.importorskip("transformers")
 
+from hf_tiny_models import FOUR_ARCHS, tiny_configs  # noqa: E402
+from hf_tiny_models import tiny as tiny_model  # noqa: E402
+
 from smemkit.offload import OffloadedLinear, OffloadFitError, load_offloaded, offload_model  # noqa: E402
 from smemkit.offload.hf_layout import FIXED_WORKSPACE_BYTES, op_of_linear  # noqa: E402
 from smemkit.offload.hf_model import plan_layout  # noqa: E402
@@ -28,15 +31,8 @@ from smemkit.offload.placement import GpuPlacement  # noqa: E402
 
 pytestmark = pytest.mark.gpu
 
-COMMON = dict(vocab_size=512, hidden_size=64, num_hidden_layers=2, max_position_embeddings=128)
-GQA = dict(intermediate_size=256, num_attention_heads=4, num_key_value_heads=2, head_dim=32)
-CONFIGS = {
-    "llama": lambda: transformers.LlamaConfig(**COMMON, **GQA),
-    "qwen3": lambda: transformers.Qwen3Config(**COMMON, **GQA, tie_word_embeddings=True),
-    "opt": lambda: transformers.OPTConfig(**COMMON, ffn_dim=256, num_attention_heads=4,
-                                          word_embed_proj_dim=64),
-    "mistral": lambda: transformers.MistralConfig(**COMMON, **GQA),
-}
+VOCAB = 512
+CONFIGS = tiny_configs(vocab_size=VOCAB, intermediate_size=256, archs=FOUR_ARCHS)
 BATCH, PROMPT, NEW = 8, 8, 32
 MAX_SEQ = PROMPT + NEW
 RTOL, ATOL = 2e-2, 1e-3  # per step: max |logit error| <= ATOL + RTOL * max |reference logit|
@@ -50,13 +46,12 @@ def settled_memory() -> int:
 
 
 def tiny(arch: str) -> nn.Module:
-    torch.manual_seed(0)
-    return transformers.AutoModelForCausalLM.from_config(CONFIGS[arch](), dtype=torch.bfloat16).eval()
+    return tiny_model(arch, configs=CONFIGS)
 
 
 def prompts() -> torch.Tensor:
     g = torch.Generator().manual_seed(1)
-    return torch.randint(0, COMMON["vocab_size"], (BATCH, PROMPT), generator=g).cuda()
+    return torch.randint(0, VOCAB, (BATCH, PROMPT), generator=g).cuda()
 
 
 def run_greedy(generate, ids):

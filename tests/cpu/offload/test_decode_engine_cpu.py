@@ -21,6 +21,9 @@ import torch
 
 transformers = pytest.importorskip("transformers")
 
+from hf_tiny_models import FOUR_ARCHS, tiny_configs  # noqa: E402
+from hf_tiny_models import tiny as tiny_model  # noqa: E402
+
 from smemkit.cli.main import main  # noqa: E402
 from smemkit.errors import InvalidArgumentError  # noqa: E402
 from smemkit.offload import decode_engine, offload_model  # noqa: E402
@@ -28,26 +31,17 @@ from smemkit.offload.e2e import check_targets, floors, tpot_stats  # noqa: E402
 from smemkit.offload.placement import CpuPlacement  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[3]
-COMMON = dict(vocab_size=256, hidden_size=64, num_hidden_layers=2, max_position_embeddings=64)
-GQA = dict(intermediate_size=128, num_attention_heads=4, num_key_value_heads=2, head_dim=32)
-CONFIGS = {
-    "llama": lambda: transformers.LlamaConfig(**COMMON, **GQA),
-    "qwen3": lambda: transformers.Qwen3Config(**COMMON, **GQA, tie_word_embeddings=True),
-    "opt": lambda: transformers.OPTConfig(
-        **COMMON, ffn_dim=128, num_attention_heads=4, word_embed_proj_dim=64
-    ),
-    "mistral": lambda: transformers.MistralConfig(**COMMON, **GQA),
-}
+VOCAB = 256
+CONFIGS = tiny_configs(vocab_size=VOCAB, max_position_embeddings=64, archs=FOUR_ARCHS)
 B, L, T = 4, 5, 8
 
 
 def tiny(arch: str, dtype=torch.float32):
-    torch.manual_seed(0)
-    return transformers.AutoModelForCausalLM.from_config(CONFIGS[arch](), dtype=dtype).eval()
+    return tiny_model(arch, dtype=dtype, configs=CONFIGS)
 
 
 def prompt() -> torch.Tensor:
-    return torch.randint(0, COMMON["vocab_size"], (B, L), generator=torch.Generator().manual_seed(1))
+    return torch.randint(0, VOCAB, (B, L), generator=torch.Generator().manual_seed(1))
 
 
 def hf_greedy(model, ids):
