@@ -55,6 +55,8 @@ from smemkit.offload.attention_plan import (  # noqa: F401 (re-exported: the pla
 )
 from smemkit.offload.congestion import resolve_host_config
 from smemkit.offload.pinned import (
+    DTYPE_CODE,
+    DTYPE_NAME,
     PinnedBuffer,
     _device_index,
     check_half_tensor,
@@ -65,8 +67,6 @@ from smemkit.offload.scratch import SplitScratch
 from smemkit.runtime.compiler import DEFAULT_ARCH, CompiledModule, compile_module, package_source
 
 SOURCE = "offload/split_attention.cu"
-DTYPE_CODE = {torch.bfloat16: 0, torch.float16: 1}
-DTYPE_NAME = {torch.bfloat16: "bf16", torch.float16: "fp16"}
 KERNEL_PARAMS = ("ptr",) * 9 + ("i32",) * 12 + ("f32",)
 LOG2E = 1.4426950408889634
 

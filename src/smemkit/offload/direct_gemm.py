@@ -32,7 +32,7 @@ from functools import cache, lru_cache
 import torch
 
 from smemkit.errors import InvalidArgumentError, is_int
-from smemkit.offload.pinned import SplitWeight
+from smemkit.offload.pinned import DTYPE_CODE, SplitWeight
 from smemkit.offload.ring_gemm import linear_into
 from smemkit.offload.scratch import SplitScratch
 from smemkit.runtime.compiler import DEFAULT_ARCH, CompiledModule, compile_module, package_source
@@ -52,7 +52,6 @@ DEFAULT_STREAMS = 6  # clusters per m-group: the probe's clusters of 4 read ~12-
 DEFAULT_STAGES = 6
 UNITS_PER_STREAM = 2
 BOX_ROWS = (64, 16)  # main and remainder boxes (32-row boxes read 29-32 GB/s, 64-row 51: commit 84d716e)
-DTYPE_CODE = {torch.bfloat16: 0, torch.float16: 1}
 
 
 @dataclass(frozen=True)

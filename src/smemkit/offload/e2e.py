@@ -147,18 +147,12 @@ def linear_weight_bytes(model) -> int:
 
 
 def _timed_copy_ms(dst, src, reps: int) -> float:
-    import torch
+    """Median ms of ``dst.copy_(src)`` by the project's one GPU timer, without the persisting-L2
+    reset (the offload benchmarks time without it, docs/offload.md)."""
+    from smemkit.runtime.timing import time_gpu
 
-    dst.copy_(src, non_blocking=True)
-    times = []
-    for _ in range(reps):
-        a, b = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        a.record()
-        dst.copy_(src, non_blocking=True)
-        b.record()
-        torch.cuda.synchronize()
-        times.append(a.elapsed_time(b))
-    return statistics.median(times)
+    return time_gpu(lambda: dst.copy_(src, non_blocking=True), warmup=1, reps=reps,
+                    reset_persisting_l2=False).median_ms
 
 
 def measure_host_rate(nbytes: int = GIB, reps: int = 5) -> float:

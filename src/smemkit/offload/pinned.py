@@ -33,6 +33,10 @@ from smemkit.errors import InvalidArgumentError, SmemkitError, is_int
 from smemkit.offload.split_rule import TILE_ROWS, host_rows_for_ratio
 
 WEIGHT_DTYPES = (torch.bfloat16, torch.float16)
+# How every offload kernel's source takes its dtype (GEMV_DTYPE, ATT_DTYPE, DG_DTYPE: 0 bf16,
+# 1 fp16) and how its cache label names it.
+DTYPE_CODE = {dt: code for code, dt in enumerate(WEIGHT_DTYPES)}
+DTYPE_NAME = {torch.bfloat16: "bf16", torch.float16: "fp16"}
 K_MULTIPLE = 8  # 16-byte vector loads of 2-byte elements
 
 

@@ -18,7 +18,7 @@ import torch
 
 from smemkit.errors import InvalidArgumentError, check_positive_int
 from smemkit.offload.congestion import resolve_host_config
-from smemkit.offload.pinned import SplitWeight
+from smemkit.offload.pinned import DTYPE_CODE, DTYPE_NAME, SplitWeight
 from smemkit.offload.scratch import SplitScratch
 from smemkit.offload.split_plan import (
     BATCH_TILES,
@@ -35,8 +35,6 @@ from smemkit.offload.split_plan import (
 from smemkit.runtime.compiler import DEFAULT_ARCH, CompiledModule, compile_module, package_source
 
 SOURCE = "offload/split_gemv.cu"
-DTYPE_CODE = {torch.bfloat16: 0, torch.float16: 1}
-DTYPE_NAME = {torch.bfloat16: "bf16", torch.float16: "fp16"}
 KERNEL_PARAMS = ("ptr", "ptr", "ptr", "ptr", "ptr", "ptr", "ptr",
                  "i32", "i32", "i32", "i32", "i32", "i32", "i32", "i32", "i32", "i32", "i32")
 
