@@ -9,14 +9,27 @@ HBM (``offload_kv=False``). Methods per ratio r:
 - ``hbm_graph``: the graph engine on the all-HBM model (r = 0 only: the reference);
 - ``smemkit_graph``: the graph engine on the model offloaded at r (uniform plan);
 - ``smemkit_eager``: the same offloaded model, the same step run eagerly;
+- ``uva_graph``: the same host rows read in place by cuBLAS through a CUDA alias of their pinned
+  memory (vLLM's ``--cpu-offload-gb`` design), in the graph engine;
+- ``prefetch_graph``: the same host rows staged per decoder layer by a double-buffered copy-stream
+  prefetcher (``smemkit.offload.baselines``), in the graph engine;
 - ``accelerate``: HF accelerate ``dispatch_model`` with round(r x 32) layers on the CPU (r >= 5 %,
   a few steps: it takes ~0.45 s a step).
+
+Accuracy: an fp32 copy of the same weights is the reference. Every graph method decodes 32 steps
+teacher-forced on hbm_graph's greedy tokens, so all of them see the same inputs at every step,
+and each position's logits (the prefill's last one, then every step) are compared with the fp32
+model's (relative norm error; argmax agreement). The bar: an offloaded model's worst error within
+2x the all-HBM bf16 model's, which is what bf16 tolerance means for a random model whose top-1 /
+top-2 gaps are often smaller than bf16 rounding moves them.
 
 Per record: TPOT median / p90 over the timed steps (CUDA events; capture and warm-up outside),
 host bytes per step, the HBM floor (weight + KV bytes / the HBM rate of a 4 GiB device copy), the
 host-link floor (host bytes / B_h of a 1 GiB pinned copy, both measured in this run), the target
-1.12 x max(hbm_graph TPOT, host floor), the planner's predicted TPOT, and for smemkit_graph
-whether its first 32 greedy tokens equal hbm_graph's. ``summary`` checks the issue's targets.
+1.12 x max(hbm_graph TPOT, host floor), the planner's predicted TPOT, the HBM the model holds
+(``hbm_allocated_bytes``: torch's allocator after the engine is built; the prefetcher's staging
+slots in ``staging_bytes``), for smemkit_graph whether its first 32 greedy tokens equal
+hbm_graph's, and the logits errors above. ``summary`` checks the issue's targets.
 
 Run: ``python benchmarks/offload_e2e.py --out benchmarks/results/h200/offload_e2e.json [--quick]``
 """
@@ -117,7 +130,8 @@ def plot(records: list[dict], path: Path) -> None:
     import matplotlib.pyplot as plt
 
     fig, ax = plt.subplots(figsize=(7, 4.5))
-    for method in ("hbm_graph", "smemkit_graph", "smemkit_eager", "accelerate"):
+    methods = ("hbm_graph", "smemkit_graph", "smemkit_eager", "prefetch_graph", "uva_graph", "accelerate")
+    for method in methods:
         pts = sorted((r["ratio"], r["tpot_ms"]) for r in records if r["method"] == method and r["tpot_ms"])
         if pts:
             style = "--" if method == "hbm_graph" else "-"
@@ -168,9 +182,11 @@ def main(argv: list[str] | None = None) -> int:
     from smemkit.hw.profile import select_profile
     from smemkit.offload import decode_engine, hardware_from_profile, offload_model
     from smemkit.offload.accelerate_baseline import accelerate_offload, decode_accelerate
+    from smemkit.offload.baselines import prefetch_offload, uva_offload
     from smemkit.offload.e2e import (
         check_targets,
         linear_weight_bytes,
+        logits_errors,
         measure_hbm_rate,
         measure_host_rate,
         random_model,
@@ -202,6 +218,23 @@ def main(argv: list[str] | None = None) -> int:
     records: list[dict] = []
 
     prefill_logits: dict[str, torch.Tensor] = {}
+    forced: dict[str, torch.Tensor] = {}  # hbm_graph's greedy tokens: the teacher-forced inputs
+
+    def forced_logits(engine, graph: bool) -> list[torch.Tensor]:
+        """The prefill's last logits, then TOKEN_STEPS decode steps' logits on forced tokens."""
+        engine.prefill(prompt)
+        first = engine.logits.clone()
+        engine.history[:, prompt_len].copy_(forced["first"])
+        kept = engine.decode(forced["rest"].shape[1], graph=graph, keep_logits=True, forced=forced["rest"])
+        return [first, *kept]
+
+    reference: list[torch.Tensor] = []
+
+    def accuracy(engine, graph: bool = True) -> dict:
+        try:
+            return logits_errors(forced_logits(engine, graph), reference)
+        except Exception as exc:  # recorded, not hidden
+            return {"accuracy_error": f"{type(exc).__name__}: {exc}"}
 
     def timed(engine, graph: bool) -> tuple[dict, torch.Tensor]:
         engine.prefill(prompt)
@@ -241,8 +274,22 @@ def main(argv: list[str] | None = None) -> int:
 
     model = random_model(config, seed=SEED, device="cuda")
     weight_bytes = linear_weight_bytes(model)
-    stats, ref_tokens = timed(decode_engine(model, batch=BATCH, max_seq_len=CONTEXT), graph=True)
+    engine = decode_engine(model, batch=BATCH, max_seq_len=CONTEXT)
+    stats, ref_tokens = timed(engine, graph=True)
+    hbm_allocated = torch.cuda.memory_allocated()
     ref_logits = prefill_logits["last"]
+    forced["first"] = ref_tokens[:, 0].cuda()
+    forced["rest"] = ref_tokens[:, 1 : 1 + TOKEN_STEPS].cuda()
+    # the fp32 reference: the same weights upcast, the same forced inputs (eager: it is not timed)
+    del engine
+    free_all()
+    model.float()
+    reference.extend(forced_logits(decode_engine(model, batch=BATCH, max_seq_len=CONTEXT), graph=False))
+    del model
+    free_all()
+    model = random_model(config, seed=SEED, device="cuda")
+    hbm_accuracy = accuracy(decode_engine(model, batch=BATCH, max_seq_len=CONTEXT))
+    print(f"all-HBM bf16 logits vs fp32: max {hbm_accuracy.get('logits_err_vs_fp32_max')}", flush=True)
     top2 = ref_logits.topk(2, dim=-1).values
     # how flat a random model's logits are: the top-1 minus top-2 gap over the logits' spread
     ref_gap = ((top2[:, 0] - top2[:, 1]) / ref_logits.std(dim=-1)).cpu()
@@ -258,11 +305,38 @@ def main(argv: list[str] | None = None) -> int:
             rates=rates,
             reference_ms=reference_ms,
             predicted_ms=None,
+            extra={**hbm_accuracy, "hbm_allocated_bytes": hbm_allocated},
         )
     )
     del model
     free_all()
     save()
+
+    def baseline(method: str, r: float, layout, predicted: float) -> None:
+        """``uva_graph`` or ``prefetch_graph`` at ratio r with ``layout``'s host rows."""
+        model = random_model(config, seed=SEED, device="cuda")
+        holder = None
+        try:
+            holder = (uva_offload if method == "uva_graph" else prefetch_offload)(model, layout)
+            engine = decode_engine(model, batch=BATCH, max_seq_len=CONTEXT)
+            stats, tokens = timed(engine, True)
+            extra = {"tokens_equal": bool(torch.equal(tokens, ref_tokens)),
+                     "hbm_allocated_bytes": torch.cuda.memory_allocated(), "capture_s": engine.capture_s,
+                     "staging_bytes": getattr(holder, "staging_bytes", 0)}
+            extra.update(accuracy(engine))
+            del engine
+        except Exception as exc:  # recorded, not hidden: the record says what failed
+            stats, extra = None, {"error": f"{type(exc).__name__}: {exc}"}
+        records.append(record(method, r, stats, weight_bytes=weight_bytes, kv_bytes=kv_bytes,
+                              host_bytes=layout.weight_host_bytes, rates=rates, reference_ms=reference_ms,
+                              predicted_ms=predicted, extra=extra))
+        print(f"r={r:.4f} {method}: {records[-1]['tpot_ms']} ms", flush=True)
+        if holder is not None:
+            holder.free()
+        del model, holder
+        free_all()
+        save()
+
     for r in sweep:
         model = random_model(config, seed=SEED, device="cuda")
         off = offload_model(
@@ -281,6 +355,8 @@ def main(argv: list[str] | None = None) -> int:
                     extra["reference_top2_gap_over_std"] = [round(float(g), 4) for g in ref_gap]
                 if graph:
                     extra["capture_s"] = engine.capture_s
+                    extra["hbm_allocated_bytes"] = torch.cuda.memory_allocated()
+                    extra.update(accuracy(engine))
             except Exception as exc:  # recorded, not hidden: the record says what failed
                 stats, extra = None, {"error": f"{type(exc).__name__}: {exc}"}
             records.append(
@@ -301,11 +377,15 @@ def main(argv: list[str] | None = None) -> int:
                 f"r={r:.4f} {method}: {records[-1]['tpot_ms']} ms (target {records[-1]['target_ms']:.2f})",
                 flush=True,
             )
+        layout = off.layout
         del engine
         off.free()
         del off
         free_all()
         save()
+        if r > 0:
+            for method in ("prefetch_graph", "uva_graph"):
+                baseline(method, r, layout, predicted)
         if not args.quick and r >= 0.05:
             model = random_model(config, seed=SEED, device="cuda")
             try:

@@ -17,6 +17,10 @@ Kernels, in groups (``--list`` prints each group's variants and shapes per tool)
   probe.hw, probe.congestion, probe.host_paths   hw/probe_kernels.cu, congestion.cu, host_paths.cu
   atomics.micro, atomics.histograms               atomics/kernels.cu
   tiling.micro          the tiling validation suite's microkernels (one block each)
+  control.<kernel>      racecheck only: four calibration kernels (racecheck_controls.cu, not
+                        shipped) that hand a shared-memory ring over correctly in three ways and
+                        not at all in the fourth, so a hazard count on a shipped kernel can be
+                        read against what the tool says of a known-correct and a known-racy one
 
 Design: for each (tool, group) one child process runs
 
@@ -120,6 +124,7 @@ class Group:
     sources: str  # the CUDA sources or generator the group's kernels come from
     cases: Callable[[str, bool], list[Case]]  # (tool, with_triton) -> cases
     racecheck_note: str | None = None
+    tools: tuple[str, ...] = TOOLS  # the tools it runs under
 
 
 # ---------------------------------------------------------------- reduction
@@ -545,6 +550,44 @@ def tiling_cases(tool: str, with_triton: bool) -> list[Case]:
     return cases
 
 
+# ---------------------------------------------------------------- racecheck controls
+CONTROLS = {
+    "ring_cp_async_mbarrier": "cp.async + cp.async.mbarrier.arrive.noinc, then parity waits "
+                              "(split_gemv.cu's hand-over): correctly ordered",
+    "ring_st_shared_mbarrier": "st.shared + mbarrier.arrive.release, then parity waits: correctly ordered",
+    "ring_cp_async_syncthreads": "cp.async.wait_all + __syncthreads: correctly ordered",
+    "ring_unsynchronised": "st.shared then another warp's ld.shared with no order: a real race",
+}
+CONTROL_STAGES = 6
+
+
+@functools.cache
+def _controls_module():
+    from smemkit.runtime.launch import KernelModule
+
+    return KernelModule((HERE / "racecheck_controls.cu").read_text(), "racecheck_controls")
+
+
+def _control(name: str) -> None:
+    import torch
+
+    src = torch.randint(0, 1 << 20, (CONTROL_STAGES, 256, 4), dtype=torch.int32, device="cuda")
+    out = torch.full((256,), -1, dtype=torch.int32, device="cuda")
+    _controls_module().function(name, ("ptr", "ptr", "i32")).launch(1, 256, src, out, CONTROL_STAGES)
+    torch.cuda.synchronize()
+    if name != "ring_unsynchronised":  # the racy one may read either stage; the others must not
+        want = src[:, :, 0].roll(-96, dims=1).sum(0, dtype=torch.int64).to(torch.int32)
+        if not torch.equal(out, want):
+            raise AssertionError(f"{name}: a reader saw the wrong stage")
+
+
+def _control_group(name: str) -> Group:
+    return Group("benchmarks/racecheck_controls.cu (calibration, not shipped)",
+                 lambda tool, triton: [Case(name, f"1 CTA, {CONTROL_STAGES} stages, 2 slots",
+                                            functools.partial(_control, name))],
+                 racecheck_note=CONTROLS[name], tools=("racecheck",))
+
+
 def _reduction_group(workload: str) -> Group:
     return Group(f"reduction codegen ({workload})",
                  lambda tool, triton: reduction_cases(workload, tool, triton))
@@ -572,6 +615,7 @@ def groups() -> dict[str, Group]:
                            "among the patterns measured), so racecheck hazards here can be the "
                            "pattern itself rather than a bug"),
     })
+    found.update({f"control.{name}": _control_group(name) for name in CONTROLS})
     return found
 
 
@@ -770,7 +814,7 @@ def run_parent(args: argparse.Namespace, argv: list[str]) -> int:
 
     plain = pool_run([(g, None) for g in names])  # fills the kernel cache; failures alone
     # the slow tools on the largest groups first, so the pool does not end on one long run
-    jobs = sorted(((g, t) for g in names for t in tools),
+    jobs = sorted(((g, t) for g in names for t in tools if t in all_groups[g].tools),
                   key=lambda j: (j[1] not in SLOW_TOOLS, not j[0].startswith("reduction"), j))
     records = pool_run(jobs)
     plain_clean = {p["group"]: p["clean"] for p in plain}
@@ -781,12 +825,16 @@ def run_parent(args: argparse.Namespace, argv: list[str]) -> int:
         note = all_groups[r["group"]].racecheck_note
         if note and r["tool"] == "racecheck":
             r["note"] = note
-    summary = {"runs": len(records), "clean": sum(r["clean"] for r in records),
-               "with_errors": sum(bool(r["errors"]) for r in records),
-               "no_summary": sum(r["errors"] is None and "not_run" not in r for r in records),
-               "not_run": sum("not_run" in r for r in records),
+    # the calibration kernels are read apart: one of them races on purpose
+    controls = {r["group"]: r["errors"] for r in records if r["group"].startswith("control.")}
+    shipped = [r for r in records if not r["group"].startswith("control.")]
+    summary = {"runs": len(shipped), "clean": sum(r["clean"] for r in shipped),
+               "with_errors": sum(bool(r["errors"]) for r in shipped),
+               "no_summary": sum(r["errors"] is None and "not_run" not in r for r in shipped),
+               "not_run": sum("not_run" in r for r in shipped),
                "failed_cases": sum(len(r["cases"]["failed"]) for r in records),
                "plain_failures": [p["group"] for p in plain if not p["clean"]],
+               "racecheck_controls": controls,
                "wall_s": round(time.perf_counter() - start, 1),
                "excluded": ("Triton reduction kernels: Triton generates them, not smemkit's CUDA "
                             "sources (run with --triton to include them)") if not args.triton else None}
@@ -804,7 +852,7 @@ def list_groups(with_triton: bool) -> int:
     """Groups, their sources and, per tool, the variants and shapes each child runs (no GPU)."""
     for name, group in groups().items():
         print(f"{name}  ({group.sources})")
-        for tool in TOOLS:
+        for tool in group.tools:
             cases = group.cases(tool, with_triton)
             variants = list(dict.fromkeys(c.variant for c in cases))
             shapes = list(dict.fromkeys(c.shape for c in cases))

@@ -99,7 +99,10 @@ def test_list_runs_without_a_gpu_and_names_every_group_and_variant(driver):
     for name in driver.groups():
         assert f"\n{name}  (" in f"\n{out}", name
     for tool in driver.TOOLS:
-        assert out.count(f"  {tool} ") == len(driver.groups()), tool
+        under = [g for g in driver.groups().values() if tool in g.tools]
+        assert out.count(f"  {tool} ") == len(under), tool
+    controls = [n for n in driver.groups() if n.startswith("control.")]
+    assert len(controls) == 4 and all(driver.groups()[n].tools == ("racecheck",) for n in controls)
     for variant, P in driver.REDUCTION_VARIANTS:
         assert driver._variant_label(variant, P) in out
     assert "triton" not in out  # excluded by default (Triton-generated, not smemkit's CUDA)

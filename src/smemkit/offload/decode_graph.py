@@ -340,13 +340,21 @@ class DecodeEngine:
         self.capture_s = time.perf_counter() - start
 
     def decode(self, steps: int, *, graph: bool = True, timed: bool = False,
-               on_step: Callable[[int], None] | None = None, keep_logits: bool = False) -> list[torch.Tensor]:
+               on_step: Callable[[int], None] | None = None, keep_logits: bool = False,
+               forced: torch.Tensor | None = None) -> list[torch.Tensor]:
         """``steps`` decode steps after :meth:`prefill`; per-step times (ms) into ``step_times_ms``
-        when ``timed``; the float32 logits of each step returned when ``keep_logits``."""
+        when ``timed``; the float32 logits of each step returned when ``keep_logits``. ``forced``
+        (B, steps) teacher-forces: step i's greedy token is replaced by ``forced[:, i]`` before the
+        next step reads it, so two models can be compared on the same inputs at every step."""
         start = int(self.pos.item())
         if start + steps > self.max_seq_len:
             raise InvalidArgumentError(f"{start} cached + {steps} decode steps exceed max_seq_len = "
                                        f"{self.max_seq_len}")
+        if forced is not None and (forced.dim() != 2 or tuple(forced.shape) != (self.batch, steps)):
+            raise InvalidArgumentError(f"forced must be (batch={self.batch}, steps={steps}) token ids, got "
+                                       f"{tuple(forced.shape)}")
+        if forced is not None:
+            forced = forced.to(self.device, torch.long)
         if graph and self.graph is None:
             self.capture()
         self.step_times_ms = []
@@ -366,6 +374,8 @@ class DecodeEngine:
                     self._step_body()
             if events:
                 events[i][1].record()
+            if forced is not None:
+                self.history[:, start + i + 1].copy_(forced[:, i])
             if keep_logits:
                 kept.append(self.logits.clone())
             if on_step is not None:
