@@ -53,6 +53,7 @@ TOKEN_STEPS = 32  # greedy tokens compared with hbm_graph
 RATIOS = (0.0, 0.025, 0.05, 0.1, 0.2, 0.4, 0.6)
 QUICK_RATIOS = (0.0, 0.1)
 ACCELERATE_STEPS = 4
+UVA_STEPS = 10  # timed steps of the UVA baseline (the first 3 are warm-up)
 SEED = 0
 
 
@@ -236,16 +237,17 @@ def main(argv: list[str] | None = None) -> int:
         except Exception as exc:  # recorded, not hidden
             return {"accuracy_error": f"{type(exc).__name__}: {exc}"}
 
-    def timed(engine, graph: bool) -> tuple[dict, torch.Tensor]:
+    def timed(engine, graph: bool, n_steps: int | None = None) -> tuple[dict, torch.Tensor]:
+        n_steps = n_steps or steps
         engine.prefill(prompt)
         # the prompt's last-position logits: the same inputs for every method, so their error
         # against the all-HBM model's is a teacher-forced check of the offloaded model's numbers
         prefill_logits["last"] = engine.logits.float().clone()
         if graph:
             engine.capture()
-        engine.decode(steps, graph=graph, timed=True)
-        tokens = engine.history[:, prompt_len : prompt_len + 1 + min(steps, TOKEN_STEPS)].cpu()
-        return tpot_stats(engine.step_times_ms[warm:]), tokens
+        engine.decode(n_steps, graph=graph, timed=True)
+        tokens = engine.history[:, prompt_len : prompt_len + 1 + min(n_steps, TOKEN_STEPS)].cpu()
+        return tpot_stats(engine.step_times_ms[min(warm, n_steps - 1):]), tokens
 
     def save() -> None:
         args.out.parent.mkdir(parents=True, exist_ok=True)
@@ -319,11 +321,15 @@ def main(argv: list[str] | None = None) -> int:
         try:
             holder = (uva_offload if method == "uva_graph" else prefetch_offload)(model, layout)
             engine = decode_engine(model, batch=BATCH, max_seq_len=CONTEXT)
-            stats, tokens = timed(engine, True)
-            extra = {"tokens_equal": bool(torch.equal(tokens, ref_tokens)),
-                     "hbm_allocated_bytes": torch.cuda.memory_allocated(), "capture_s": engine.capture_s,
+            uva = method == "uva_graph"
+            # UVA runs the prefetcher's GEMMs on the same bytes (the GPU tests check the two agree
+            # bit for bit), so its accuracy is the prefetcher's; it is slow, so fewer steps
+            stats, tokens = timed(engine, True, UVA_STEPS if uva else None)
+            extra = {"hbm_allocated_bytes": torch.cuda.memory_allocated(), "capture_s": engine.capture_s,
                      "staging_bytes": getattr(holder, "staging_bytes", 0)}
-            extra.update(accuracy(engine))
+            if not uva:
+                extra["tokens_equal"] = bool(torch.equal(tokens, ref_tokens))
+                extra.update(accuracy(engine))
             del engine
         except Exception as exc:  # recorded, not hidden: the record says what failed
             stats, extra = None, {"error": f"{type(exc).__name__}: {exc}"}
