@@ -7,8 +7,9 @@ import torch
 from torch import nn
 
 from smemkit.errors import InvalidArgumentError
-from smemkit.offload.baselines import TwoPartLinear, staging_slots, uva_offload
+from smemkit.offload.baselines import uva_offload
 from smemkit.offload.hf_layout import LinearSplit
+from smemkit.offload.prefetch import TwoPartLinear, staging_bytes_of, staging_slots
 
 
 @pytest.mark.parametrize("n", [1, 2, 3, 4, 5, 32, 33, 81])
@@ -60,3 +61,46 @@ def test_uva_needs_the_model_on_a_gpu_and_matching_names():
     shape = _Layout((LinearSplit("lm_head", "lm_head", 64, 8, False, 16),))
     with pytest.raises(InvalidArgumentError, match="shape"):
         uva_offload(model, shape)
+
+
+def test_staging_bytes_are_the_largest_unit_per_slot():
+    host = {f"model.layers.{i}.mlp.up_proj": 100 * (i + 1) for i in range(4)}
+    host["model.layers.0.self_attn.q_proj"] = 7
+    host["lm_head"] = 1000
+    host["model.layers.9.mlp.down_proj"] = 0  # nothing to stage: no unit
+    # units: layers 0-3 (107, 200, 300, 400), lm_head (1000): slots 0, 1, 0, 1, 2
+    assert staging_bytes_of(host) == 300 + 400 + 1000
+    assert staging_bytes_of({"lm_head": 0}) == 0
+
+
+def test_plan_layout_adds_the_staging_slots_and_replans_under_a_budget():
+    import sys
+    from pathlib import Path
+
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+    from hf_tiny_models import tiny
+
+    from smemkit.offload.hf_model import plan_layout
+
+    model = tiny("llama")
+    direct = plan_layout(model, ratio=0.3, batch=3, max_seq_len=14, offload_kv=False)
+    staged = plan_layout(model, ratio=0.3, batch=3, max_seq_len=14, offload_kv=False, host_path="prefetch")
+    assert direct.staging_bytes == 0 and staged.staging_bytes > 0
+    assert staged.linears == direct.linears  # a ratio fixes the split; staging only adds HBM
+    budget = (direct.hbm_bytes + direct.workspace_bytes + staged.staging_bytes) / 2**30
+    tight = plan_layout(model, gpu_mem_gib=budget, batch=3, max_seq_len=14, offload_kv=False,
+                        host_path="prefetch")
+    assert tight.staging_bytes > 0
+    assert tight.hbm_bytes + tight.workspace_bytes + tight.staging_bytes <= budget * 2**30
+    with pytest.raises(InvalidArgumentError, match="host_path"):
+        plan_layout(model, ratio=0.3, batch=3, max_seq_len=14, host_path="uva")
+
+
+def test_prefetch_needs_a_gpu_placement():
+    from smemkit.offload.hf_model import resolve_host_path
+    from smemkit.offload.placement import CpuPlacement
+
+    cpu = CpuPlacement()
+    assert resolve_host_path(None, cpu) == "direct"
+    with pytest.raises(InvalidArgumentError, match="GPU placement"):
+        resolve_host_path("prefetch", cpu)

@@ -1,8 +1,9 @@
-"""Offloaded Hugging Face models on a GPU (skipped without one). Written before its first GPU run.
+"""Offloaded Hugging Face models on a GPU (skipped without one).
 
 Tiny random Llama, Qwen3 (tied embedding), OPT (biases, tied) and Mistral models in bf16: the
-model offloaded by ``offload_model`` (``OffloadedLinear`` weights, KV sequences and embedding rows
-in pinned memory) or built by ``load_offloaded`` from a checkpoint written here, against the same
+model offloaded by ``offload_model`` (``OffloadedLinear`` weights with ``host_path="direct"``, or
+host rows staged a layer ahead with ``"prefetch"``; KV sequences and embedding rows in pinned
+memory) or built by ``load_offloaded`` from a checkpoint written here, against the same
 model all in HBM, 32 greedy tokens each. The split kernels add in another order than cuBLAS, so
 logits may differ in their last bf16 bits; tokens must be equal except where a sequence parts
 from the reference at a near-tie: a step where the reference's own logits put the two tokens
@@ -28,6 +29,7 @@ from smemkit.offload import OffloadedLinear, OffloadFitError, load_offloaded, of
 from smemkit.offload.hf_layout import FIXED_WORKSPACE_BYTES, op_of_linear  # noqa: E402
 from smemkit.offload.hf_model import plan_layout  # noqa: E402
 from smemkit.offload.placement import GpuPlacement  # noqa: E402
+from smemkit.offload.prefetch import TwoPartLinear  # noqa: E402
 
 pytestmark = pytest.mark.gpu
 
@@ -86,9 +88,17 @@ def assert_greedy_matches(ref, got) -> int:
 def assert_offloaded(off, ratio: float | None) -> None:
     for split in off.layout.linears:
         module = off.model.get_submodule(split.name)
-        assert isinstance(module, OffloadedLinear), split.name
-        assert module.split_weight.host_rows == split.host_rows > 0
-        assert module.split_weight.host.is_pinned()
+        if off.prefetcher is None:
+            assert isinstance(module, OffloadedLinear), split.name
+            assert module.split_weight.host_rows == split.host_rows > 0
+            assert module.split_weight.host.is_pinned()
+        else:  # staged: HBM rows in place, host rows read from a staging slot
+            assert isinstance(module, TwoPartLinear), split.name
+            assert module.host.shape[0] == split.host_rows > 0 and module.host.is_cuda
+            assert module.hbm.shape[0] == split.out_features - split.host_rows
+    if off.prefetcher is not None:
+        assert off.layout.staging_bytes == off.prefetcher.staging_bytes > 0
+        assert all(src.is_pinned() for u in off.prefetcher.units for src, _ in u.copies)
     assert not any(isinstance(m, nn.Linear) for n, m in off.model.named_modules() if op_of_linear(n))
     layer = off.kv_cache.layers[0]
     assert layer.k_hbm.is_cuda
@@ -100,19 +110,21 @@ def assert_offloaded(off, ratio: float | None) -> None:
 
 @pytest.mark.parametrize("arch", sorted(CONFIGS))
 @pytest.mark.parametrize("ratio", [0.1, 0.5])
-def test_generate_matches_the_all_hbm_model(arch, ratio):
+@pytest.mark.parametrize("host_path", ["prefetch", "direct"])
+def test_generate_matches_the_all_hbm_model(arch, ratio, host_path):
     cpu_model = tiny(arch)
     ref = copy.deepcopy(cpu_model).cuda()
     ids = prompts()
     want = run_greedy(ref.generate, ids)
     model = cpu_model if ratio < 0.5 else cpu_model.cuda()  # offload from host memory, and from HBM
     before = settled_memory()
-    off = offload_model(model, ratio=ratio, batch=BATCH, max_seq_len=MAX_SEQ)
+    off = offload_model(model, ratio=ratio, batch=BATCH, max_seq_len=MAX_SEQ, host_path=host_path)
     torch.cuda.synchronize()
     assert_offloaded(off, ratio)
     if ratio < 0.5:  # the model came from host memory: HBM grew by what the layout says, plus workspaces
         grown = torch.cuda.memory_allocated() - before
-        assert off.hbm_bytes <= grown <= off.hbm_bytes + FIXED_WORKSPACE_BYTES
+        held = off.hbm_bytes + off.layout.staging_bytes
+        assert held <= grown <= held + FIXED_WORKSPACE_BYTES
     got = run_greedy(off.generate, ids)
     parted = assert_greedy_matches(want, got)
     print(f"{arch} r={ratio}: {parted} of {BATCH} sequences parted at a near-tie")
@@ -121,8 +133,10 @@ def test_generate_matches_the_all_hbm_model(arch, ratio):
     off.free()
 
 
-@pytest.mark.parametrize(("arch", "mode"), [("llama", "ratio"), ("opt", "budget")])
-def test_loader_builds_the_offloaded_model_from_a_checkpoint(tmp_path, arch, mode):
+@pytest.mark.parametrize(("arch", "mode", "host_path"),
+                         [("llama", "ratio", "direct"), ("opt", "budget", "direct"),
+                          ("qwen3", "ratio", "prefetch")])
+def test_loader_builds_the_offloaded_model_from_a_checkpoint(tmp_path, arch, mode, host_path):
     cpu_model = tiny(arch)
     cpu_model.save_pretrained(tmp_path, safe_serialization=True)
     state = {k: v.clone() for k, v in cpu_model.state_dict().items()}
@@ -134,18 +148,23 @@ def test_loader_builds_the_offloaded_model_from_a_checkpoint(tmp_path, arch, mod
         options = dict(gpu_mem_gib=budget / 2**30)
     ref = cpu_model.cuda()
     before = settled_memory()
-    off = load_offloaded(tmp_path, batch=BATCH, max_seq_len=MAX_SEQ, **options)
+    off = load_offloaded(tmp_path, batch=BATCH, max_seq_len=MAX_SEQ, host_path=host_path, **options)
     torch.cuda.synchronize()
     grown = torch.cuda.memory_allocated() - before
-    assert off.hbm_bytes <= grown <= off.hbm_bytes + FIXED_WORKSPACE_BYTES
+    held = off.hbm_bytes + off.layout.staging_bytes
+    assert held <= grown <= held + FIXED_WORKSPACE_BYTES
     if budget is not None:
-        assert off.hbm_bytes + off.workspace_bytes <= budget and grown <= budget
+        assert held + off.workspace_bytes <= budget and grown <= budget
     assert_offloaded(off, 0.5 if mode == "ratio" else None)
     for split in off.layout.linears:
         weight = state.get(f"{split.name}.weight")
         if weight is None:  # a tied LM head is stored under the embedding's name
             weight = next(v for k, v in state.items() if k.endswith("embed_tokens.weight"))
-        assert torch.equal(off.model.get_submodule(split.name).split_weight.to_dense().cpu(), weight)
+        module = off.model.get_submodule(split.name)
+        if off.prefetcher is None:
+            assert torch.equal(module.split_weight.to_dense().cpu(), weight)
+        else:  # the host rows live in the staged sources; the tokens below check them
+            assert torch.equal(module.hbm.cpu(), weight[: module.hbm.shape[0]])
     ids = prompts()
     assert_greedy_matches(run_greedy(ref.generate, ids), run_greedy(off.generate, ids))
     off.free()

@@ -21,7 +21,7 @@ from pathlib import Path
 import torch
 
 from smemkit.errors import InvalidArgumentError
-from smemkit.offload.hf_model import OffloadedModel, offload_from_source, plan_layout
+from smemkit.offload.hf_model import OffloadedModel, offload_from_source, plan_layout, resolve_host_path
 from smemkit.offload.model_source import CONFIG_NAME, checkpoint_files
 from smemkit.offload.placement import GpuPlacement, Placement
 
@@ -110,7 +110,8 @@ def load_offloaded(directory: str | Path, *, gpu_mem_gib: float | None = None, r
                    plan: str | None = None, batch: int, max_seq_len: int, profile: str | None = None,
                    dtype: torch.dtype | None = None, workspace_gib: float | None = None,
                    placement: Placement | None = None,
-                   checkpoint: SafetensorsCheckpoint | None = None) -> OffloadedModel:
+                   checkpoint: SafetensorsCheckpoint | None = None,
+                   host_path: str | None = None) -> OffloadedModel:
     """An offloaded model built from a safetensors checkpoint directory (config.json + shards).
 
     The options are ``offload_model``'s; ``dtype`` is the model's (bf16/fp16; tensors of another
@@ -118,9 +119,10 @@ def load_offloaded(directory: str | Path, *, gpu_mem_gib: float | None = None, r
     The plan is checked against the device before the first tensor is read.
     """
     model = meta_skeleton(directory, dtype)
-    layout = plan_layout(model, gpu_mem_gib=gpu_mem_gib, ratio=ratio, plan=plan, batch=batch,
-                         max_seq_len=max_seq_len, profile=profile, workspace_gib=workspace_gib)
     placement = placement or GpuPlacement()
+    layout = plan_layout(model, gpu_mem_gib=gpu_mem_gib, ratio=ratio, plan=plan, batch=batch,
+                         max_seq_len=max_seq_len, profile=profile, workspace_gib=workspace_gib,
+                         host_path=resolve_host_path(host_path, placement))
     budget = None if gpu_mem_gib is None else int(gpu_mem_gib * GIB)
     if checkpoint is not None:
         return offload_from_source(model, checkpoint, layout, placement, gpu_budget=budget)

@@ -108,6 +108,7 @@ class OffloadLayout:
     other_hbm_bytes: int
     workspace_bytes: int
     dtype: torch.dtype
+    staging_bytes: int = 0  # HBM staging slots of host_path="prefetch" (prefetch.staging_bytes_of)
 
     @property
     def dtype_bytes(self) -> int:
@@ -295,9 +296,10 @@ def check_fit(layout: OffloadLayout, *, gpu_budget: int | None, hbm_free: int | 
               pinned_free: int | None) -> None:
     """Raise :class:`OffloadFitError` when the layout needs more HBM (weights + KV + the rest + the
     workspace) than ``gpu_budget`` or ``hbm_free`` allows, or more pinned memory than ``pinned_free``."""
-    need_hbm = layout.hbm_bytes + layout.workspace_bytes
+    need_hbm = layout.hbm_bytes + layout.workspace_bytes + layout.staging_bytes
     parts = (f"weights {layout.weight_hbm_bytes}, KV {layout.kv_hbm_bytes}, norms/biases/positions "
-             f"{layout.other_hbm_bytes}, workspace {layout.workspace_bytes} bytes")
+             f"{layout.other_hbm_bytes}, workspace {layout.workspace_bytes}, staging slots "
+             f"{layout.staging_bytes} bytes")
     if gpu_budget is not None and need_hbm > gpu_budget:
         raise OffloadFitError("the GPU budget (gpu_mem_gib)", need_hbm, gpu_budget,
                               f"HBM holds {parts}; raise gpu_mem_gib or lower batch or max_seq_len.")

@@ -88,6 +88,7 @@ class OffloadedModel:
     layout: OffloadLayout
     kv_cache: BatchSplitCache
     placement: Placement
+    prefetcher: object = None  # the LayerPrefetcher of host_path="prefetch"
     _engine: object = field(default=None, repr=False, compare=False)
 
     @property
@@ -148,10 +149,29 @@ class OffloadedModel:
     def free(self) -> None:
         """Release the pinned memory (weights, cache, embedding) now; the model is unusable after."""
         self._engine = None  # its graph points at the memory freed below
+        if self.prefetcher is not None:
+            self.prefetcher.free()  # its hooks, slots and the offloaded linears it staged
+            self.prefetcher = None
         for module in self.model.modules():
             if hasattr(module, "split_weight"):
                 module.free()
         self.placement.free()
+
+
+HOST_PATHS = ("direct", "prefetch")
+
+
+def resolve_host_path(host_path: str | None, placement: Placement) -> str:
+    """``host_path`` checked, or the default: ``"prefetch"`` on a GPU placement (measured faster
+    from r = 2.5 % up, benchmarks/results/h200/offload_e2e.json), ``"direct"`` elsewhere."""
+    if host_path is None:
+        return "prefetch" if isinstance(placement, GpuPlacement) else "direct"
+    if host_path not in HOST_PATHS:
+        raise InvalidArgumentError(f"host_path must be one of {', '.join(HOST_PATHS)}, got {host_path!r}")
+    if host_path == "prefetch" and not isinstance(placement, GpuPlacement):
+        raise InvalidArgumentError("host_path='prefetch' stages host rows with CUDA streams: it needs a GPU "
+                                   "placement (use host_path='direct')")
+    return host_path
 
 
 def _check_options(gpu_mem_gib: float | None, ratio: float | None, plan: str | None, batch: int,
@@ -204,9 +224,36 @@ def weights_only(method: Callable[[Sequence[Op], Hardware, float], Plan], ops: S
 
 def plan_layout(model: nn.Module, *, gpu_mem_gib: float | None = None, ratio: float | None = None,
                 plan: str | None = None, batch: int, max_seq_len: int, profile: str | None = None,
-                workspace_gib: float | None = None, offload_kv: bool = True) -> OffloadLayout:
+                workspace_gib: float | None = None, offload_kv: bool = True,
+                host_path: str = "direct") -> OffloadLayout:
     """The layout ``offload_model`` would make, without checking it against a device or moving
-    anything (``model`` may live on the meta device)."""
+    anything (``model`` may live on the meta device). ``host_path="prefetch"`` adds the staging
+    slots to the HBM the layout needs (and, under ``gpu_mem_gib``, offloads enough more to pay
+    for them)."""
+    if host_path not in HOST_PATHS:
+        raise InvalidArgumentError(f"host_path must be one of {', '.join(HOST_PATHS)}, got {host_path!r}")
+    layout = _plan_layout(model, gpu_mem_gib=gpu_mem_gib, ratio=ratio, plan=plan, batch=batch,
+                          max_seq_len=max_seq_len, profile=profile, workspace_gib=workspace_gib,
+                          offload_kv=offload_kv, extra_hbm=0)
+    if host_path == "direct":
+        return layout
+    from smemkit.offload.prefetch import staging_bytes_of
+
+    staging = 0
+    for _ in range(4):  # staging grows with what is offloaded: settle it (a few rounds suffice)
+        staging = staging_bytes_of({s.name: s.host_rows * s.in_features * layout.dtype_bytes
+                                    for s in layout.linears})
+        if gpu_mem_gib is None or staging <= layout.staging_bytes:
+            break
+        layout = replace(_plan_layout(model, gpu_mem_gib=gpu_mem_gib, ratio=ratio, plan=plan, batch=batch,
+                                      max_seq_len=max_seq_len, profile=profile, workspace_gib=workspace_gib,
+                                      offload_kv=offload_kv, extra_hbm=staging), staging_bytes=staging)
+    return replace(layout, staging_bytes=staging)
+
+
+def _plan_layout(model: nn.Module, *, gpu_mem_gib: float | None, ratio: float | None, plan: str | None,
+                 batch: int, max_seq_len: int, profile: str | None, workspace_gib: float | None,
+                 offload_kv: bool, extra_hbm: int) -> OffloadLayout:
     chosen = _check_options(gpu_mem_gib, ratio, plan, batch, max_seq_len, workspace_gib, offload_kv)
     from smemkit.hw.profile import select_profile
 
@@ -220,13 +267,13 @@ def plan_layout(model: nn.Module, *, gpu_mem_gib: float | None = None, ratio: fl
     required = None
     if gpu_mem_gib is not None:
         budget = int(gpu_mem_gib * GIB)
-        fixed = probe.other_hbm_bytes + workspace  # HBM the plan cannot move
+        fixed = probe.other_hbm_bytes + workspace + extra_hbm  # HBM the plan cannot move
         if fixed > budget:
             raise OffloadFitError(
                 "the GPU budget (gpu_mem_gib)", fixed, budget,
-                f"Whatever is offloaded, norms/biases/positions ({probe.other_hbm_bytes} bytes) and the "
-                f"workspace ({workspace} bytes) stay in HBM; raise gpu_mem_gib or lower batch or "
-                "max_seq_len.")
+                f"Whatever is offloaded, norms/biases/positions ({probe.other_hbm_bytes} bytes), the "
+                f"workspace ({workspace} bytes) and any staging slots ({extra_hbm} bytes) stay in HBM; "
+                "raise gpu_mem_gib or lower batch or max_seq_len.")
         required = required_offload_bytes(ops, budget - fixed)
         planned = required
     else:
@@ -240,7 +287,7 @@ def plan_layout(model: nn.Module, *, gpu_mem_gib: float | None = None, ratio: fl
 def offload_model(model: nn.Module, *, gpu_mem_gib: float | None = None, ratio: float | None = None,
                   plan: str | None = None, batch: int, max_seq_len: int, profile: str | None = None,
                   workspace_gib: float | None = None, placement: Placement | None = None,
-                  offload_kv: bool = True) -> OffloadedModel:
+                  offload_kv: bool = True, host_path: str | None = None) -> OffloadedModel:
     """Offload ``model`` (a Hugging Face Llama, Mistral, Qwen2/3 or OPT in bf16/fp16) in place.
 
     Give ``gpu_mem_gib`` (HBM for weights + KV + the rest + workspace; the planner offloads what
@@ -250,16 +297,19 @@ def offload_model(model: nn.Module, *, gpu_mem_gib: float | None = None, ratio: 
     profile (default: the current GPU's); ``workspace_gib`` overrides the workspace estimate.
     ``placement`` defaults to :class:`~.placement.GpuPlacement` on the current device.
     ``offload_kv=False`` keeps every KV cache in HBM and offloads weights only (``ratio`` is then
-    the share of the weight bytes).
+    the share of the weight bytes). ``host_path`` says how the linears read their host rows:
+    ``"prefetch"`` (the default on a GPU) stages them into HBM slots a decoder layer ahead on the
+    copy engine (:mod:`.prefetch`), ``"direct"`` reads them inside each op (``split_linear``'s
+    paths; the only one on :class:`~.placement.CpuPlacement`).
 
     Raises ``OffloadFitError`` (missing bytes named) before anything is moved when HBM, the budget
     or pinned memory is short. Returns an :class:`OffloadedModel`; use ``result.generate(...)`` or
     ``model.generate(..., past_key_values=result.cache())``.
     """
+    placement = placement or GpuPlacement()
     layout = plan_layout(model, gpu_mem_gib=gpu_mem_gib, ratio=ratio, plan=plan, batch=batch,
                          max_seq_len=max_seq_len, profile=profile, workspace_gib=workspace_gib,
-                         offload_kv=offload_kv)
-    placement = placement or GpuPlacement()
+                         offload_kv=offload_kv, host_path=resolve_host_path(host_path, placement))
     tensors = ModuleTensors(model)
     resident = _device_bytes([*model.parameters(), *model.buffers()], placement.device)
     return offload_from_source(model, tensors, layout, placement,
@@ -323,7 +373,12 @@ def offload_from_source(model: nn.Module, source: TensorSource, layout: OffloadL
     if isinstance(source, ModuleTensors):
         source.clear()
     cache = BatchSplitCache.from_splits(layout.caches, dtype, placement)
-    return OffloadedModel(model, layout, cache, placement)
+    prefetcher = None
+    if layout.staging_bytes:
+        from smemkit.offload.prefetch import stage_offloaded
+
+        prefetcher = stage_offloaded(model, [s.name for s in layout.linears if s.host_rows])
+    return OffloadedModel(model, layout, cache, placement, prefetcher)
 
 
 def _place_embedding(model: nn.Module, source: TensorSource, layout: OffloadLayout, placement: Placement,

@@ -426,7 +426,13 @@ __device__ __forceinline__ void compute_stage(float (&acc)[MT][NT][4], const uin
 // slot s's `full` mbarrier completes when every thread's copies into it have landed, its `empty`
 // one when every warp has multiplied it; a warp multiplies stage q as soon as it is full, then
 // refills the slot of stage q - 1 once every warp is done with that stage (warps may drift a
-// stage apart).
+// stage apart). Why that orders every access: a slot's reads of stage q - 1 come before its
+// warp's __syncwarp and lane 0's release arrive on `empty`, and its copies of stage q + depth are
+// issued only after the acquire wait on that phase; a stage's copies land before its `full` phase
+// completes (each thread's noinc arrive fires when its copies have landed), and every read follows
+// the acquire wait on it. compute-sanitizer's racecheck does not follow mbarrier ordering: it flags
+// correct mbarrier hand-overs of control kernels too (benchmarks/racecheck_controls.cu,
+// benchmarks/results/h200/sanitizer.json).
 template <int NT, int MT>
 __device__ __forceinline__ void hbm_role(const Args& a, const u16* __restrict__ src, int rows_valid,
                                          int split, int cps, int first, int stride, int units,
