@@ -7,8 +7,10 @@ decode steps fill the cache towards 1024 positions. Weight offload only: the KV 
 HBM (``offload_kv=False``). Methods per ratio r:
 
 - ``hbm_graph``: the graph engine on the all-HBM model (r = 0 only: the reference);
-- ``smemkit_graph``: the graph engine on the model offloaded at r (uniform plan);
+- ``smemkit_graph``: the graph engine on the model offloaded at r (uniform plan) by
+  ``offload_model``'s default host path on a GPU, ``"prefetch"`` (host rows staged a layer ahead);
 - ``smemkit_eager``: the same offloaded model, the same step run eagerly;
+- ``smemkit_direct_graph``: ``host_path="direct"``, DAK's per-op split paths, in the graph engine;
 - ``uva_graph``: the same host rows read in place by cuBLAS through a CUDA alias of their pinned
   memory (vLLM's ``--cpu-offload-gb`` design), in the graph engine;
 - ``prefetch_graph``: the same host rows staged per decoder layer by a double-buffered copy-stream
@@ -131,7 +133,8 @@ def plot(records: list[dict], path: Path) -> None:
     import matplotlib.pyplot as plt
 
     fig, ax = plt.subplots(figsize=(7, 4.5))
-    methods = ("hbm_graph", "smemkit_graph", "smemkit_eager", "prefetch_graph", "uva_graph", "accelerate")
+    methods = ("hbm_graph", "smemkit_graph", "smemkit_eager", "smemkit_direct_graph", "prefetch_graph",
+               "uva_graph", "accelerate")
     for method in methods:
         pts = sorted((r["ratio"], r["tpot_ms"]) for r in records if r["method"] == method and r["tpot_ms"])
         if pts:
@@ -344,51 +347,45 @@ def main(argv: list[str] | None = None) -> int:
         save()
 
     for r in sweep:
-        model = random_model(config, seed=SEED, device="cuda")
-        off = offload_model(
-            model, ratio=r, plan="uniform", batch=BATCH, max_seq_len=CONTEXT, offload_kv=False
-        )
-        del model
-        host = off.layout.weight_host_bytes
-        predicted = off.plan.time_s * 1e3
-        engine = off.engine()
-        for method, graph in (("smemkit_graph", True), ("smemkit_eager", False)):
-            try:
-                stats, tokens = timed(engine, graph)
-                extra = {"tokens_equal": bool(torch.equal(tokens, ref_tokens))} if graph else {}
-                if graph:
-                    extra.update(token_agreement(tokens, ref_tokens, prefill_logits["last"], ref_logits))
-                    extra["reference_top2_gap_over_std"] = [round(float(g), 4) for g in ref_gap]
-                if graph:
-                    extra["capture_s"] = engine.capture_s
-                    extra["hbm_allocated_bytes"] = torch.cuda.memory_allocated()
-                    extra.update(accuracy(engine))
-            except Exception as exc:  # recorded, not hidden: the record says what failed
-                stats, extra = None, {"error": f"{type(exc).__name__}: {exc}"}
-            records.append(
-                record(
-                    method,
-                    r,
-                    stats,
-                    weight_bytes=weight_bytes,
-                    kv_bytes=kv_bytes,
-                    host_bytes=host,
-                    rates=rates,
-                    reference_ms=reference_ms,
-                    predicted_ms=predicted,
-                    extra={**extra, "hbm_bytes": off.hbm_bytes, "pinned_bytes": off.pinned_bytes},
-                )
-            )
-            print(
-                f"r={r:.4f} {method}: {records[-1]['tpot_ms']} ms (target {records[-1]['target_ms']:.2f})",
-                flush=True,
-            )
-        layout = off.layout
-        del engine
-        off.free()
-        del off
-        free_all()
-        save()
+        # host_path "prefetch" (offload_model's default on a GPU), then "direct" (DAK's per-op paths)
+        runs = [("prefetch", (("smemkit_graph", True), ("smemkit_eager", False)))]
+        if r > 0:
+            runs.append(("direct", (("smemkit_direct_graph", True),)))
+        for host_path, methods in runs:
+            model = random_model(config, seed=SEED, device="cuda")
+            off = offload_model(model, ratio=r, plan="uniform", batch=BATCH, max_seq_len=CONTEXT,
+                                offload_kv=False, host_path=host_path)
+            del model
+            host = off.layout.weight_host_bytes
+            predicted = off.plan.time_s * 1e3
+            engine = off.engine()
+            for method, graph in methods:
+                try:
+                    stats, tokens = timed(engine, graph)
+                    extra = {}
+                    if graph:
+                        extra["tokens_equal"] = bool(torch.equal(tokens, ref_tokens))
+                        extra.update(token_agreement(tokens, ref_tokens, prefill_logits["last"], ref_logits))
+                        extra["reference_top2_gap_over_std"] = [round(float(g), 4) for g in ref_gap]
+                        extra["capture_s"] = engine.capture_s
+                        extra["hbm_allocated_bytes"] = torch.cuda.memory_allocated()
+                        extra.update(accuracy(engine))
+                except Exception as exc:  # recorded, not hidden: the record says what failed
+                    stats, extra = None, {"error": f"{type(exc).__name__}: {exc}"}
+                extra.update({"host_path": host_path, "hbm_bytes": off.hbm_bytes,
+                              "pinned_bytes": off.pinned_bytes, "staging_bytes": off.layout.staging_bytes})
+                records.append(record(method, r, stats, weight_bytes=weight_bytes, kv_bytes=kv_bytes,
+                                      host_bytes=host, rates=rates, reference_ms=reference_ms,
+                                      predicted_ms=predicted, extra=extra))
+                last = records[-1]
+                print(f"r={r:.4f} {method}: {last['tpot_ms']} ms (target {last['target_ms']:.2f})",
+                      flush=True)
+            layout = off.layout
+            del engine
+            off.free()
+            del off
+            free_all()
+            save()
         if r > 0:
             for method in ("prefetch_graph", "uva_graph"):
                 baseline(method, r, layout, predicted)
