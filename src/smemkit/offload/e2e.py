@@ -177,6 +177,8 @@ def linear_weight_bytes(model) -> int:
             w = module.split_weight
             n, k = w.shape
             total += n * k * w.hbm.element_size()
+        elif type(module).__name__ == "TwoPartLinear":  # host rows staged or read in place
+            total += (module.hbm.numel() + module.host.numel()) * module.hbm.element_size()
     return total
 
 

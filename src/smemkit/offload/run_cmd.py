@@ -6,8 +6,12 @@ is then offloaded with ``offload_model``. Random prompt tokens (seeded) are pref
 then ``--gen`` tokens decoded with one CUDA graph per step. Reported: TPOT median and p90 (CUDA
 events), tokens/s, the effective bandwidth (weight + KV bytes per step / TPOT), the host-link
 floor (host bytes per step / B_h, B_h measured here by a 1 GiB pinned-to-device copy), HBM and
-pinned bytes. ``--compare hbm`` runs the all-HBM engine on the same weights (built again from
-the seed); ``--compare accelerate`` HF accelerate's CPU offload of the same share of layers.
+pinned bytes. ``--host-path`` picks how the linears read their host rows (``offload_model``'s
+``host_path``: prefetch, the default, or direct). ``--compare hbm`` runs the all-HBM engine on the
+same weights (built again from the seed); ``--compare accelerate`` HF accelerate's CPU offload of
+the same share of layers; ``--compare uva,prefetch`` the UVA zero-copy and layer-prefetch
+baselines (``smemkit.offload.baselines``) on the same host rows of the same weights, with the KV
+cache in HBM.
 """
 
 from __future__ import annotations
@@ -21,7 +25,7 @@ from rich.console import Console
 
 from smemkit.errors import InvalidArgumentError
 
-COMPARE = ("hbm", "accelerate")
+COMPARE = ("hbm", "accelerate", "uva", "prefetch")
 WARMUP_REPLAYS = 3  # replays left out of the TPOT statistics
 
 
@@ -40,6 +44,8 @@ def register(actions: argparse._SubParsersAction) -> None:
     p.add_argument("--plan", choices=("greedy", "uniform"), help="per-op planner (default: greedy under "
                    "--gpu-mem, uniform with --ratio)")
     p.add_argument("--weights-only", action="store_true", help="keep the KV cache in HBM (weights only)")
+    p.add_argument("--host-path", choices=("prefetch", "direct"), help="how linears read their host rows: "
+                   "staged a layer ahead (prefetch, the default) or inside each op (direct)")
     p.add_argument("--compare", default="", help=f"comma-separated baselines: {', '.join(COMPARE)}")
     p.add_argument("--seed", type=int, default=0, help="seed of the random weights and prompts")
     p.add_argument("--json", action="store_true", help="print the report as JSON")
@@ -75,7 +81,7 @@ def build_offloaded(args: argparse.Namespace, max_seq_len: int):
     from smemkit.offload.e2e import hf_config, random_model
 
     options = dict(gpu_mem_gib=args.gpu_mem, ratio=args.ratio, plan=args.plan, batch=args.batch,
-                   max_seq_len=max_seq_len)
+                   max_seq_len=max_seq_len, host_path=getattr(args, "host_path", None))
     source = Path(args.model)
     if source.is_dir() and any(source.glob("*.safetensors")):
         if args.weights_only:
@@ -145,7 +151,9 @@ def run(args: argparse.Namespace, console: Console | None = None) -> int:
         "host_bytes_per_step": host_bytes, "host_link_gbps": host_rate / 1e9, "hbm_gbps": hbm_rate / 1e9,
         "host_link_floor_ms": fl.host_s * 1e3, "hbm_part_floor_ms": fl.hbm_s * 1e3,
         "predicted_tpot_ms": layout.plan.time_s * 1e3, "hbm_bytes": off.hbm_bytes,
-        "pinned_bytes": off.pinned_bytes, "capture_s": engine.capture_s, "compare": {},
+        "pinned_bytes": off.pinned_bytes, "staging_bytes": layout.staging_bytes,
+        "host_path": "prefetch" if off.prefetcher is not None else "direct",
+        "capture_s": engine.capture_s, "compare": {},
     }
     tokens = result["tokens"]
     del engine
@@ -153,7 +161,7 @@ def run(args: argparse.Namespace, console: Console | None = None) -> int:
     del off
     torch.cuda.empty_cache()
     for name in parse_compare(args.compare):
-        report["compare"][name] = _baseline(name, args, prompt, steps, tokens)
+        report["compare"][name] = _baseline(name, args, prompt, steps, tokens, layout)
     if args.json:
         print(json.dumps(report, indent=2))
         return 0
@@ -180,7 +188,7 @@ def off_bytes(n: int) -> str:
     return f"{n / 2**30:.2f} GiB"
 
 
-def _baseline(name: str, args: argparse.Namespace, prompt, steps: int, tokens) -> dict:
+def _baseline(name: str, args: argparse.Namespace, prompt, steps: int, tokens, layout) -> dict:
     import torch
 
     from smemkit.offload import decode_engine
@@ -190,11 +198,19 @@ def _baseline(name: str, args: argparse.Namespace, prompt, steps: int, tokens) -
         raise InvalidArgumentError("--compare builds the same random weights from --seed; it does not apply "
                                    "to a checkpoint directory")
     model = random_model(hf_config(args.model), seed=args.seed, device="cuda")
-    if name == "hbm":
+    if name in ("hbm", "uva", "prefetch"):
+        holder = None
+        if name != "hbm":
+            from smemkit.offload.baselines import prefetch_offload, uva_offload
+
+            holder = (uva_offload if name == "uva" else prefetch_offload)(model, layout)
         engine = decode_engine(model, batch=args.batch, max_seq_len=args.prompt + args.gen)
         result = decode_measured(engine, prompt, steps)
         out = {"tpot_median_ms": result["median_ms"], "tpot_p90_ms": result["p90_ms"],
                "tokens_equal": bool(torch.equal(result["tokens"], tokens))}
+        del engine
+        if holder is not None:
+            holder.free()
     else:
         from smemkit.offload.accelerate_baseline import accelerate_offload, decode_accelerate
 

@@ -168,8 +168,8 @@ def test_run_argument_errors(capsys):
     assert "--gen must be at least 2" in capsys.readouterr().err
     assert main([*base, "--gen", "4", "--ratio", "1.5"]) != 0
     assert "--ratio must be in [0, 1]" in capsys.readouterr().err
-    assert main([*base, "--gen", "4", "--ratio", "0.1", "--compare", "hbm,uva"]) != 0
-    assert "unknown uva" in capsys.readouterr().err
+    assert main([*base, "--gen", "4", "--ratio", "0.1", "--compare", "hbm,flexgen"]) != 0
+    assert "unknown flexgen" in capsys.readouterr().err
 
 
 # ---- the benchmark's pure parts ---------------------------------------------------------------------
