@@ -104,3 +104,39 @@ def test_prefetch_needs_a_gpu_placement():
     assert resolve_host_path(None, cpu) == "direct"
     with pytest.raises(InvalidArgumentError, match="GPU placement"):
         resolve_host_path("prefetch", cpu)
+
+
+def test_random_tensors_build_a_meta_model_in_place_deterministically():
+    import sys
+    from pathlib import Path
+
+    import transformers
+
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+    from hf_tiny_models import CONFIGS
+
+    from smemkit.offload.e2e import RandomTensors
+    from smemkit.offload.hf_model import offload_from_source, plan_layout
+    from smemkit.offload.placement import CpuPlacement
+
+    def build():
+        with torch.device("meta"):
+            model = transformers.AutoModelForCausalLM.from_config(CONFIGS["llama"](), dtype=torch.bfloat16)
+        source = RandomTensors(model, seed=3, device="cpu")
+        assert not any("inv_freq" in n for n in source.names())  # rebuilt from the config, not random
+        layout = plan_layout(model, ratio=0.3, batch=3, max_seq_len=14)
+        return offload_from_source(model, source, layout, CpuPlacement(), gpu_budget=None), source
+
+    (a, source), (b, _) = build(), build()
+    assert torch.equal(source.get("model.norm.weight"), torch.ones(64, dtype=torch.bfloat16))
+    w = source.get("model.layers.1.mlp.up_proj.weight")
+    assert torch.equal(w, source.get("model.layers.1.mlp.up_proj.weight"))
+    assert 0.015 < float(w.float().std()) < 0.025
+    ids = torch.randint(0, 256, (3, 6), generator=torch.Generator().manual_seed(0))
+    with torch.no_grad():
+        la, lb = a.model(ids).logits, b.model(ids).logits
+    assert torch.equal(la, lb) and torch.isfinite(la).all()
+    inv = a.model.model.rotary_emb.inv_freq
+    assert float(inv[0]) == 1.0 and not inv.is_meta
+    with pytest.raises(InvalidArgumentError, match="no tensor"):
+        source.get("model.layers.9.mlp.up_proj.weight")

@@ -165,6 +165,46 @@ def random_model(config, *, seed: int, device, dtype=None):
     return model.eval()
 
 
+class RandomTensors:
+    """A tensor source (``hf_model.TensorSource``) of random weights for a model on the meta
+    device, made one tensor at a time on ``device`` when the loader asks for it: a model larger
+    than HBM (or than the disk) is built in place straight into its HBM and pinned parts, as
+    ``load_offloaded`` builds one from a checkpoint. Norm weights are ones, every other tensor
+    N(0, ``std``) from a generator seeded by ``seed`` and the tensor's name, so a name gets the same
+    values whatever order the loader reads in."""
+
+    def __init__(self, model, *, seed: int, device, std: float = 0.02) -> None:
+        import torch
+
+        params = model.named_parameters(remove_duplicate=False)
+        self._shapes = {n: (tuple(t.shape), t.dtype) for n, t in params}
+        # persistent buffers only: non-persistent ones (rotary inv_freq) follow from the config and
+        # are rebuilt by the loader, as a checkpoint leaves them out
+        for mod_name, module in model.named_modules():
+            for b, t in module._buffers.items():
+                if t is not None and b not in module._non_persistent_buffers_set:
+                    self._shapes[f"{mod_name}.{b}" if mod_name else b] = (tuple(t.shape), t.dtype)
+        self.seed, self.std = seed, std
+        self.device = torch.device(device)
+
+    def names(self) -> set[str]:
+        return set(self._shapes)
+
+    def get(self, name: str):
+        import zlib
+
+        import torch
+
+        if name not in self._shapes:
+            raise InvalidArgumentError(f"the random source has no tensor '{name}'")
+        shape, dtype = self._shapes[name]
+        if "norm" in name.rsplit(".", 2)[-2] and name.endswith(".weight"):
+            return torch.ones(shape, dtype=dtype, device=self.device)
+        g = torch.Generator(device=self.device).manual_seed((self.seed << 32) ^ zlib.crc32(name.encode()))
+        out = torch.empty(shape, dtype=dtype, device=self.device)
+        return out.normal_(0.0, self.std, generator=g) if out.is_floating_point() else out.zero_()
+
+
 def linear_weight_bytes(model) -> int:
     """Bytes of every linear weight of ``model`` (what a decode step reads of the weights)."""
     from torch import nn
