@@ -33,12 +33,16 @@ host-link floor (host bytes / B_h of a 1 GiB pinned copy, both measured in this 
 slots in ``staging_bytes``), for smemkit_graph whether its first 32 greedy tokens equal
 hbm_graph's, and the logits errors above. ``summary`` checks the issue's targets.
 
-Run: ``python benchmarks/offload_e2e.py --out benchmarks/results/h200/offload_e2e.json [--quick]``
+Run: ``python benchmarks/offload_e2e.py --out benchmarks/results/h200/offload_e2e.json [--quick]``;
+``--model qwen3-8b --ratios 0.1,0.4`` runs a Qwen3-8B-shaped model (GQA 32/8, 36 layers, vocab
+151936) at those ratios with smemkit and the prefetcher only; ``--case capacity`` the 70B-class
+model (see :func:`capacity`).
 """
 
 from __future__ import annotations
 
 import argparse
+import functools
 import gc
 import json
 import sys
@@ -76,6 +80,26 @@ def llama3_8b_config():
     )
 
 
+def qwen3_8b_config():
+    import transformers
+
+    return transformers.Qwen3Config(
+        hidden_size=4096,
+        intermediate_size=12288,
+        num_hidden_layers=36,
+        num_attention_heads=32,
+        num_key_value_heads=8,
+        head_dim=128,
+        vocab_size=151936,
+        max_position_embeddings=40960,
+        rope_theta=1000000.0,
+        tie_word_embeddings=False,
+    )
+
+
+MODELS = {"llama3-8b": llama3_8b_config, "qwen3-8b": qwen3_8b_config}
+
+
 def ratios_with_r_star(base: tuple[float, ...], r_star: float | None) -> list[float]:
     """The sweep plus the planner's r* (the balanced ratio B_h / (B_h + B_g)) when it is new."""
     out = sorted(set(base))
@@ -84,7 +108,7 @@ def ratios_with_r_star(base: tuple[float, ...], r_star: float | None) -> list[fl
     return out
 
 
-def record(
+def make_record(
     method: str,
     ratio: float,
     stats: dict | None,
@@ -96,6 +120,7 @@ def record(
     reference_ms: float | None,
     predicted_ms: float | None,
     extra: dict | None = None,
+    case: str = CASE,
 ) -> dict:
     """One (case, method, r) record with its floors and target."""
     from smemkit.offload.e2e import floors
@@ -108,7 +133,7 @@ def record(
         reference_tpot_s=None if reference_ms is None else reference_ms * 1e-3,
     )
     rec = {
-        "case": CASE,
+        "case": case,
         "method": method,
         "ratio": ratio,
         "tpot_ms": None if stats is None else stats["median_ms"],
@@ -126,7 +151,7 @@ def record(
     return rec
 
 
-def plot(records: list[dict], path: Path) -> None:
+def plot(records: list[dict], path: Path, title: str = "Llama-3-8B shape, batch 8, context 1K, H200") -> None:
     import matplotlib
 
     matplotlib.use("Agg")
@@ -153,7 +178,7 @@ def plot(records: list[dict], path: Path) -> None:
     ax.set_xlabel("weight offload ratio r")
     ax.set_ylabel("TPOT (ms)")
     ax.set_yscale("log")
-    ax.set_title("Llama-3-8B shape, batch 8, context 1K, H200")
+    ax.set_title(title)
     ax.legend(fontsize=8)
     fig.tight_layout()
     fig.savefig(path, dpi=120)
@@ -273,6 +298,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--out", type=Path, default=Path("benchmarks/results/h200/offload_e2e.json"))
     parser.add_argument("--quick", action="store_true", help="r in {0, 0.1}, 10 steps, no accelerate")
     parser.add_argument("--steps", type=int, help="timed decode steps per method (default 36; quick 10)")
+    parser.add_argument("--model", choices=sorted(MODELS), default="llama3-8b",
+                        help="the sweep's model shape (default: %(default)s; other shapes skip the "
+                        "accelerate and UVA baselines)")
+    parser.add_argument("--ratios", help="comma-separated offload ratios instead of the sweep's own")
     parser.add_argument("--case", choices=("sweep", "capacity"), default="sweep",
                         help="sweep: the 8B ratio sweep (default); capacity: the 70B-class model larger "
                         "than HBM (write it with --out .../offload_capacity.json)")
@@ -307,13 +336,18 @@ def main(argv: list[str] | None = None) -> int:
     sweep = ratios_with_r_star(
         QUICK_RATIOS if args.quick else RATIOS, None if args.quick else hw.balanced_ratio
     )
+    if args.ratios:
+        sweep = sorted({0.0, *(float(x) for x in args.ratios.split(","))})
+    case = f"{args.model}_b{BATCH}_ctx1k"
+    full = args.model == "llama3-8b"  # the other shapes: smemkit and the prefetcher only
+    record = functools.partial(make_record, case=case)
     rates = {"host_bytes_per_s": measure_host_rate(), "hbm_bytes_per_s": measure_hbm_rate()}
     print(
         f"B_h {rates['host_bytes_per_s'] / 1e9:.1f} GB/s, HBM {rates['hbm_bytes_per_s'] / 1e12:.2f} TB/s; "
         f"ratios {sweep}; {steps} steps after a {prompt_len}-token prompt",
         flush=True,
     )
-    config = llama3_8b_config()
+    config = MODELS[args.model]()
     prompt = torch.randint(
         0, config.vocab_size, (BATCH, prompt_len), generator=torch.Generator().manual_seed(SEED + 1)
     ).cuda()
@@ -357,7 +391,7 @@ def main(argv: list[str] | None = None) -> int:
         result = {
             "provenance": provenance(device),
             "device": device,
-            "case": CASE,
+            "case": case,
             "batch": BATCH,
             "context": CONTEXT,
             "prompt": prompt_len,
@@ -487,9 +521,9 @@ def main(argv: list[str] | None = None) -> int:
             free_all()
             save()
         if r > 0:
-            for method in ("prefetch_graph", "uva_graph"):
+            for method in ("prefetch_graph", "uva_graph") if full else ("prefetch_graph",):
                 baseline(method, r, layout, predicted)
-        if not args.quick and r >= 0.05:
+        if full and not args.quick and r >= 0.05:
             model = random_model(config, seed=SEED, device="cuda")
             try:
                 model, on_cpu = accelerate_offload(model, r)
@@ -522,7 +556,7 @@ def main(argv: list[str] | None = None) -> int:
             save()
     save()
     try:
-        plot(records, args.out.with_suffix(".png"))
+        plot(records, args.out.with_suffix(".png"), f"{args.model} shape, batch {BATCH}, context 1K, H200")
     except Exception as exc:
         print(f"plot failed: {exc}", file=sys.stderr)
     summary = check_targets(records)
