@@ -226,7 +226,7 @@ def test_benchmark_sweep_and_help():
     assert bench.ratios_with_r_star((0.0, 0.1), 0.0113) == [0.0, 0.0113, 0.1]
     assert bench.ratios_with_r_star((0.0, 0.1), 0.1) == [0.0, 0.1]
     assert bench.ratios_with_r_star((0.0, 0.1), None) == [0.0, 0.1]
-    rec = bench.record(
+    rec = bench.make_record(
         "smemkit_graph",
         0.1,
         {"median_ms": 2.0, "p90_ms": 3.0, "steps": 20},
@@ -246,3 +246,10 @@ def test_benchmark_sweep_and_help():
         check=True,
     ).stdout
     assert "--quick" in out and "--out" in out
+    assert "--case" in out and "--model" in out and "--ratios" in out
+    assert rec["case"] == bench.CASE
+    assert bench.make_record("smemkit_graph", 0.1, None, weight_bytes=8, kv_bytes=8, host_bytes=4,
+                             rates={"hbm_bytes_per_s": 8e3, "host_bytes_per_s": 4e3}, reference_ms=None,
+                             predicted_ms=None, case="qwen3-8b_b8_ctx1k")["case"] == "qwen3-8b_b8_ctx1k"
+    qwen3 = bench.MODELS["qwen3-8b"]()
+    assert qwen3.model_type == "qwen3" and qwen3.num_key_value_heads == 8
