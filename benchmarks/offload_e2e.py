@@ -407,8 +407,13 @@ def main(argv: list[str] | None = None) -> int:
         args.out.write_text(json.dumps(result, indent=1))
 
     def free_all() -> None:
+        # the direct paths' host rings outlive their model (kept per stream): drop them too, so
+        # each method's hbm_allocated_bytes counts its own memory only
+        from smemkit.offload.ring_gemm import free_rings
+
         gc.collect()
         torch.cuda.synchronize()
+        free_rings()
         torch.cuda.empty_cache()
 
     model = random_model(config, seed=SEED, device="cuda")

@@ -140,3 +140,22 @@ def test_random_tensors_build_a_meta_model_in_place_deterministically():
     assert float(inv[0]) == 1.0 and not inv.is_meta
     with pytest.raises(InvalidArgumentError, match="no tensor"):
         source.get("model.layers.9.mlp.up_proj.weight")
+
+
+def test_staging_that_cannot_settle_under_a_budget_is_a_fit_error():
+    import sys
+    from pathlib import Path
+
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+    from hf_tiny_models import tiny
+
+    from smemkit.offload.hf_layout import OffloadFitError
+    from smemkit.offload.hf_model import plan_layout
+
+    model = tiny("llama")  # 2 layers + the head: 3 units, each alone in its slot
+    direct = plan_layout(model, ratio=0.3, batch=3, max_seq_len=14, offload_kv=False)
+    staged = plan_layout(model, ratio=0.3, batch=3, max_seq_len=14, offload_kv=False, host_path="prefetch")
+    budget = (direct.hbm_bytes + direct.workspace_bytes + staged.staging_bytes // 4) / 2**30
+    with pytest.raises(OffloadFitError, match="gpu_mem_gib"):
+        plan_layout(model, gpu_mem_gib=budget, batch=3, max_seq_len=14, offload_kv=False,
+                    host_path="prefetch")

@@ -70,3 +70,24 @@ def test_prefetch_and_uva_agree_and_match_the_plain_model(arch):
     assert len(prefetcher.slots) == 3  # 2 layers + the LM head: an odd count
     for h in holders:
         h.free()
+
+
+def test_prefetch_recovers_when_a_forward_stops_before_the_lm_head():
+    """A base-model call (no LM head) leaves the prefetcher mid-cycle; the next forward must copy
+    its first layer's block again rather than read whatever the slot holds (5 layers + the head:
+    slot 0 is rewritten by layer 2's and layer 4's blocks)."""
+    from smemkit.offload import offload_model
+
+    config = CONFIGS["llama"]()
+    config.num_hidden_layers = 5
+    torch.manual_seed(0)
+    model = transformers.AutoModelForCausalLM.from_config(config, dtype=torch.bfloat16).eval()
+    off = offload_model(model, ratio=RATIO, batch=B, max_seq_len=L + T, host_path="prefetch")
+    assert len(off.prefetcher.units) == 6
+    engine = off.engine()
+    want = engine.generate(prompt(), T, graph=False)
+    with torch.no_grad():
+        off.model.model(input_ids=prompt(3))  # layers only: the LM head's pre-hook never runs
+    assert torch.equal(engine.generate(prompt(), T, graph=False), want)
+    assert torch.equal(engine.generate(prompt(), T, graph=True), want)
+    off.free()

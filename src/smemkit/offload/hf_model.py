@@ -159,6 +159,7 @@ class OffloadedModel:
 
 
 HOST_PATHS = ("direct", "prefetch")
+STAGING_ROUNDS = 6  # re-plans under gpu_mem_gib until the staging slots fit what was reserved
 
 
 def resolve_host_path(host_path: str | None, placement: Placement) -> str:
@@ -239,16 +240,28 @@ def plan_layout(model: nn.Module, *, gpu_mem_gib: float | None = None, ratio: fl
         return layout
     from smemkit.offload.prefetch import staging_bytes_of
 
-    staging = 0
-    for _ in range(4):  # staging grows with what is offloaded: settle it (a few rounds suffice)
-        staging = staging_bytes_of({s.name: s.host_rows * s.in_features * layout.dtype_bytes
-                                    for s in layout.linears})
-        if gpu_mem_gib is None or staging <= layout.staging_bytes:
-            break
-        layout = replace(_plan_layout(model, gpu_mem_gib=gpu_mem_gib, ratio=ratio, plan=plan, batch=batch,
-                                      max_seq_len=max_seq_len, profile=profile, workspace_gib=workspace_gib,
-                                      offload_kv=offload_kv, extra_hbm=staging), staging_bytes=staging)
-    return replace(layout, staging_bytes=staging)
+    def slots_of(lay: OffloadLayout) -> int:
+        return staging_bytes_of({s.name: s.host_rows * s.in_features * lay.dtype_bytes for s in lay.linears})
+
+    staging = slots_of(layout)
+    if gpu_mem_gib is None:
+        return replace(layout, staging_bytes=staging)
+    # under a budget the slots are paid for by offloading more, which can grow the slots: re-plan
+    # with the HBM they take reserved until the plan's own slots fit in what was reserved
+    for _ in range(STAGING_ROUNDS):
+        layout = _plan_layout(model, gpu_mem_gib=gpu_mem_gib, ratio=ratio, plan=plan, batch=batch,
+                              max_seq_len=max_seq_len, profile=profile, workspace_gib=workspace_gib,
+                              offload_kv=offload_kv, extra_hbm=staging)
+        needed = slots_of(layout)
+        if needed <= staging:
+            return replace(layout, staging_bytes=needed)
+        staging = needed
+    raise OffloadFitError(
+        "the GPU budget (gpu_mem_gib)", layout.hbm_bytes + layout.workspace_bytes + needed,
+        int(gpu_mem_gib * GIB),
+        f"the staging slots of host_path='prefetch' grow with what is offloaded ({needed} bytes after "
+        f"{STAGING_ROUNDS} re-plans: the model has too few layers to share slots); raise gpu_mem_gib or "
+        "use host_path='direct'.")
 
 
 def _plan_layout(model: nn.Module, *, gpu_mem_gib: float | None, ratio: float | None, plan: str | None,
@@ -276,6 +289,14 @@ def _plan_layout(model: nn.Module, *, gpu_mem_gib: float | None, ratio: float | 
                 "raise gpu_mem_gib or lower batch or max_seq_len.")
         required = required_offload_bytes(ops, budget - fixed)
         planned = required
+        movable = math.fsum(op.weight_bytes for op in ops if offload_kv or op.kind != "attention")
+        if required > movable * (1 + 1e-12):  # the KV cache kept in HBM leaves too little for weights
+            kept = math.fsum(op.weight_bytes for op in ops) - movable
+            raise OffloadFitError(
+                "the GPU budget (gpu_mem_gib)", int(fixed + kept), budget,
+                f"with every weight offloaded, the KV cache kept in HBM ({int(kept)} bytes), "
+                f"norms/biases/positions, the workspace and any staging slots ({extra_hbm} bytes) still "
+                "exceed it; raise gpu_mem_gib, offload the KV cache or lower batch or max_seq_len.")
     else:
         planned = ratio * math.fsum(op.weight_bytes for op in ops if offload_kv or op.kind != "attention")
     method = greedy_plan if chosen == "greedy" else uniform_plan

@@ -38,7 +38,10 @@ class TwoPartLinear(nn.Module):
 
     def __init__(self, hbm: torch.Tensor, host: torch.Tensor, bias: torch.Tensor | None) -> None:
         super().__init__()
-        self.hbm, self.host, self.bias = hbm, host, bias
+        # the weight parts are plain attributes, as OffloadedLinear's are (model.to() must not move
+        # a staging view or a host alias); the bias is a buffer, as nn.Linear's state has it
+        self.hbm, self.host = hbm, host
+        self.register_buffer("bias", bias)
         self.in_features = hbm.shape[1]
         self.out_features = hbm.shape[0] + host.shape[0]
 
@@ -78,7 +81,8 @@ class StagedUnit:
 
 class LayerPrefetcher:
     """Double-buffered copies of each unit's host block into HBM staging slots (see the module
-    docstring). Made by :func:`prefetch_offload`; ``remove()`` takes its hooks off."""
+    docstring). Made by :func:`build_prefetcher`; ``free()`` takes its hooks off and releases the
+    slots, the pinned blocks and the offloaded linears it staged (the model is unusable after)."""
 
     def __init__(self, units: Sequence[StagedUnit], slots: Sequence[torch.Tensor], buffers: list,
                  device: torch.device) -> None:
@@ -87,6 +91,7 @@ class LayerPrefetcher:
         self._copied = [torch.cuda.Event() for _ in self.units]
         self._freed = [torch.cuda.Event() for _ in self.units]
         self._slot_user: dict[int, int] = {}  # slot -> the unit of this forward that used it last
+        self._expected = 0  # the unit the next pre-hook should be for
         self._hooks = []
         for i, unit in enumerate(self.units):
             self._hooks.append(unit.module.register_forward_pre_hook(self._pre_hook(i)))
@@ -115,13 +120,24 @@ class LayerPrefetcher:
     def _pre_hook(self, i: int):
         def hook(module, args):
             compute = torch.cuda.current_stream(self.device)
-            if i == 0:
+            n = len(self.units)
+            if i != self._expected:
+                # the last forward stopped early (no LM head, an exception) or units ran out of order:
+                # this unit's block may not be in its slot, so copy it now and wait for it
+                self._slot_user = {}
+                self.copy_stream.wait_stream(compute)
+                self._copy(i)
+                compute.wait_event(self._copied[i])
+            elif i == 0:
                 # a new forward: unit 0's block was copied and joined by the previous forward's end
                 self._slot_user = {}
                 self.copy_stream.wait_stream(compute)  # the copy stream forks from this forward
             else:
                 compute.wait_event(self._copied[i])
-            nxt = (i + 1) % len(self.units)
+            nxt = (i + 1) % n
+            self._expected = nxt
+            if nxt == i:  # a single unit: its block stays in its slot
+                return
             user = self._slot_user.get(self.units[nxt].slot)
             if user is not None:  # the slot's last user in this forward must be done with it
                 self.copy_stream.wait_event(self._freed[user])
@@ -133,17 +149,17 @@ class LayerPrefetcher:
             compute = torch.cuda.current_stream(self.device)
             self._freed[i].record(compute)
             self._slot_user[self.units[i].slot] = i
-            if i == len(self.units) - 1:  # the next forward's first block must have landed
+            if i == len(self.units) - 1 and i > 0:  # the next forward's first block must have landed
                 compute.wait_event(self._copied[0])
         return hook
 
-    def remove(self) -> None:
+    def _remove_hooks(self) -> None:
         for h in self._hooks:
             h.remove()
         self._hooks.clear()
 
     def free(self) -> None:
-        self.remove()
+        self._remove_hooks()
         torch.cuda.synchronize(self.device)
         for b in self.buffers:
             b.free()
