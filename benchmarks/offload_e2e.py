@@ -63,41 +63,22 @@ UVA_STEPS = 10  # timed steps of the UVA baseline (the first 3 are warm-up)
 SEED = 0
 
 
-def llama3_8b_config():
+# the benchmark's model shapes: (transformers config class, its arguments)
+SHAPES = {
+    "llama3-8b": ("LlamaConfig", dict(intermediate_size=14336, num_hidden_layers=32, vocab_size=128256,
+                                      max_position_embeddings=8192, rope_theta=500000.0)),
+    "qwen3-8b": ("Qwen3Config", dict(intermediate_size=12288, num_hidden_layers=36, vocab_size=151936,
+                                     max_position_embeddings=40960, rope_theta=1000000.0)),
+}
+
+
+def model_config(name: str):
+    """The transformers config of shape ``name``: hidden 4096, 32 query and 8 KV heads of 128, untied."""
     import transformers
 
-    return transformers.LlamaConfig(
-        hidden_size=4096,
-        intermediate_size=14336,
-        num_hidden_layers=32,
-        num_attention_heads=32,
-        num_key_value_heads=8,
-        head_dim=128,
-        vocab_size=128256,
-        max_position_embeddings=8192,
-        rope_theta=500000.0,
-        tie_word_embeddings=False,
-    )
-
-
-def qwen3_8b_config():
-    import transformers
-
-    return transformers.Qwen3Config(
-        hidden_size=4096,
-        intermediate_size=12288,
-        num_hidden_layers=36,
-        num_attention_heads=32,
-        num_key_value_heads=8,
-        head_dim=128,
-        vocab_size=151936,
-        max_position_embeddings=40960,
-        rope_theta=1000000.0,
-        tie_word_embeddings=False,
-    )
-
-
-MODELS = {"llama3-8b": llama3_8b_config, "qwen3-8b": qwen3_8b_config}
+    cls, shape = SHAPES[name]
+    return getattr(transformers, cls)(hidden_size=4096, num_attention_heads=32, num_key_value_heads=8,
+                                      head_dim=128, tie_word_embeddings=False, **shape)
 
 
 def ratios_with_r_star(base: tuple[float, ...], r_star: float | None) -> list[float]:
@@ -298,7 +279,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--out", type=Path, default=Path("benchmarks/results/h200/offload_e2e.json"))
     parser.add_argument("--quick", action="store_true", help="r in {0, 0.1}, 10 steps, no accelerate")
     parser.add_argument("--steps", type=int, help="timed decode steps per method (default 36; quick 10)")
-    parser.add_argument("--model", choices=sorted(MODELS), default="llama3-8b",
+    parser.add_argument("--model", choices=sorted(SHAPES), default="llama3-8b",
                         help="the sweep's model shape (default: %(default)s; other shapes skip the "
                         "accelerate and UVA baselines)")
     parser.add_argument("--ratios", help="comma-separated offload ratios instead of the sweep's own")
@@ -347,7 +328,7 @@ def main(argv: list[str] | None = None) -> int:
         f"ratios {sweep}; {steps} steps after a {prompt_len}-token prompt",
         flush=True,
     )
-    config = MODELS[args.model]()
+    config = model_config(args.model)
     prompt = torch.randint(
         0, config.vocab_size, (BATCH, prompt_len), generator=torch.Generator().manual_seed(SEED + 1)
     ).cuda()

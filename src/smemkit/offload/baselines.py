@@ -81,10 +81,9 @@ def uva_offload(model: nn.Module, layout: OffloadLayout) -> UvaModel:
             host = buf.cuda_view(w.dtype, (rows, w.shape[1]))
             host_bytes += buf.nbytes
         else:
-            host = w[:0]
+            host = w.new_empty((0, w.shape[1]))  # not a view: it would keep the whole weight alive
         parent, leaf = parent_of(model, name)
         setattr(parent, leaf, TwoPartLinear(hbm, host, bias))
-        del module
     torch.cuda.synchronize()
     return UvaModel(model, buffers, host_bytes)
 

@@ -209,6 +209,8 @@ def linear_weight_bytes(model) -> int:
     """Bytes of every linear weight of ``model`` (what a decode step reads of the weights)."""
     from torch import nn
 
+    from smemkit.offload.prefetch import TwoPartLinear
+
     total = 0
     for module in model.modules():
         if isinstance(module, nn.Linear):
@@ -217,7 +219,7 @@ def linear_weight_bytes(model) -> int:
             w = module.split_weight
             n, k = w.shape
             total += n * k * w.hbm.element_size()
-        elif type(module).__name__ == "TwoPartLinear":  # host rows staged or read in place
+        elif isinstance(module, TwoPartLinear):  # host rows staged or read in place
             total += (module.hbm.numel() + module.host.numel()) * module.hbm.element_size()
     return total
 

@@ -43,6 +43,7 @@ from smemkit.offload.hf_layout import (
 )
 from smemkit.offload.hf_modules import SplitEmbedding
 from smemkit.offload.placement import GpuPlacement, Placement
+from smemkit.offload.prefetch import parent_of, stage_offloaded, staging_bytes_of
 
 GIB = 2**30
 PLANS = ("greedy", "uniform")
@@ -238,8 +239,6 @@ def plan_layout(model: nn.Module, *, gpu_mem_gib: float | None = None, ratio: fl
                           offload_kv=offload_kv, extra_hbm=0)
     if host_path == "direct":
         return layout
-    from smemkit.offload.prefetch import staging_bytes_of
-
     def slots_of(lay: OffloadLayout) -> int:
         return staging_bytes_of({s.name: s.host_rows * s.in_features * lay.dtype_bytes for s in lay.linears})
 
@@ -338,11 +337,6 @@ def offload_model(model: nn.Module, *, gpu_mem_gib: float | None = None, ratio: 
                                resident_bytes=resident)
 
 
-def _parent(model: nn.Module, name: str) -> tuple[nn.Module, str]:
-    parent_name, _, leaf = name.rpartition(".")
-    return (model.get_submodule(parent_name) if parent_name else model), leaf
-
-
 def _missing(model: nn.Module, source: TensorSource, layout: OffloadLayout,
              aliases: dict[str, str]) -> list[str]:
     """Parameters and persistent buffers the source cannot supply (checked before anything moves)."""
@@ -380,7 +374,7 @@ def offload_from_source(model: nn.Module, source: TensorSource, layout: OffloadL
     dtype = layout.dtype
     with torch.no_grad():
         for split in layout.linears:
-            parent, leaf = _parent(model, split.name)
+            parent, leaf = parent_of(model, split.name)
             weight = _read(source, f"{split.name}.weight", aliases).to(dtype)
             bias = _read(source, f"{split.name}.bias", aliases).to(dtype) if split.has_bias else None
             module = placement.split_linear(weight, bias, split.ratio)
@@ -396,15 +390,13 @@ def offload_from_source(model: nn.Module, source: TensorSource, layout: OffloadL
     cache = BatchSplitCache.from_splits(layout.caches, dtype, placement)
     prefetcher = None
     if layout.staging_bytes:
-        from smemkit.offload.prefetch import stage_offloaded
-
         prefetcher = stage_offloaded(model, [s.name for s in layout.linears if s.host_rows])
     return OffloadedModel(model, layout, cache, placement, prefetcher)
 
 
 def _place_embedding(model: nn.Module, source: TensorSource, layout: OffloadLayout, placement: Placement,
                      head_name: str) -> None:
-    parent, leaf = _parent(model, layout.embedding)
+    parent, leaf = parent_of(model, layout.embedding)
     old = getattr(parent, leaf)
     padding = getattr(old, "padding_idx", None)
     if layout.tied_embedding:
@@ -453,7 +445,7 @@ def _place_rest(model: nn.Module, source: TensorSource, layout: OffloadLayout, p
         if not hasattr(old, "config") or any(True for _ in old.parameters()):
             raise InvalidArgumentError(f"module '{mod_name}' has buffers the checkpoint does not hold and "
                                        "cannot be rebuilt from its config")
-        parent, leaf = _parent(model, mod_name)
+        parent, leaf = parent_of(model, mod_name)
         fresh = type(old)(old.config)
         for bname, buf in fresh.named_buffers():
             owner, _, leaf_name = bname.rpartition(".")

@@ -11,7 +11,7 @@ up, where the per-op split paths take 1.08-1.50x (benchmarks/results/h200/offloa
 cost is HBM: the staging slots (:attr:`LayerPrefetcher.staging_bytes`, two to three units' host
 rows).
 
-:func:`stage_offloaded` turns an offloaded model's split linears into staged ones (the
+:func:`stage_offloaded` replaces an offloaded model's split linears with staged ones (the
 ``host_path="prefetch"`` of ``offload_model``); ``baselines.prefetch_offload`` builds the same
 from a plain model for the benchmark's baseline.
 """
@@ -48,9 +48,10 @@ class TwoPartLinear(nn.Module):
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         if self.host.shape[0] == 0:
             return F.linear(x, self.hbm, self.bias)
-        parts = [F.linear(x, self.host)] if self.hbm.shape[0] == 0 else [F.linear(x, self.hbm),
-                                                                         F.linear(x, self.host)]
-        y = torch.cat(parts, dim=-1) if len(parts) > 1 else parts[0]
+        if self.hbm.shape[0] == 0:
+            y = F.linear(x, self.host)
+        else:
+            y = torch.cat([F.linear(x, self.hbm), F.linear(x, self.host)], dim=-1)
         return y if self.bias is None else y + self.bias
 
     def extra_repr(self) -> str:
@@ -123,7 +124,7 @@ class LayerPrefetcher:
             n = len(self.units)
             if i != self._expected:
                 # the last forward stopped early (no LM head, an exception) or units ran out of order:
-                # this unit's block may not be in its slot, so copy it now and wait for it
+                # this unit's block may not be in its slot, so copy it and wait for it first
                 self._slot_user = {}
                 self.copy_stream.wait_stream(compute)
                 self._copy(i)
@@ -185,6 +186,16 @@ def staging_slots(n_units: int) -> list[int]:
     return slots
 
 
+def slot_sizes(unit_sizes: Sequence[int]) -> list[int]:
+    """The size of each staging slot for units of these sizes (any unit: bytes or elements), in
+    unit order: each slot holds the largest unit :func:`staging_slots` gives it."""
+    slots = staging_slots(len(unit_sizes))
+    size = [0] * (max(slots) + 1)
+    for slot, n in zip(slots, unit_sizes, strict=True):
+        size[slot] = max(size[slot], n)
+    return size
+
+
 def group_units(names: Sequence[str]) -> list[tuple[str, list[str]]]:
     """Linear names grouped into units: (the module path that starts the unit, its linears), the
     decoder layers in index order first, then every other linear (the LM head) on its own."""
@@ -218,10 +229,7 @@ def build_prefetcher(model: nn.Module, parts: StagedParts, *, blocks: bool) -> L
     first_hbm = next(iter(parts.values()))[0]
     device, dtype = first_hbm.device, first_hbm.dtype
     unit_elems = [sum(parts[n][1].numel() for n in names) for _, names in units_by_key]
-    slot_elems = [0] * (max(slot_of) + 1)
-    for s, e in zip(slot_of, unit_elems, strict=True):
-        slot_elems[s] = max(slot_elems[s], e)
-    slots = [torch.empty(max(e, 1), dtype=dtype, device=device) for e in slot_elems]
+    slots = [torch.empty(max(e, 1), dtype=dtype, device=device) for e in slot_sizes(unit_elems)]
     buffers: list = []
     units: list[StagedUnit] = []
     for (key, names), s, elems in zip(units_by_key, slot_of, unit_elems, strict=True):
@@ -271,9 +279,4 @@ def staging_bytes_of(host_bytes: dict[str, int]) -> int:
     names = [n for n, b in host_bytes.items() if b > 0]
     if not names:
         return 0
-    units = group_units(names)
-    slots = staging_slots(len(units))
-    size = [0] * (max(slots) + 1)
-    for (_, members), slot in zip(units, slots, strict=True):
-        size[slot] = max(size[slot], sum(host_bytes[n] for n in members))
-    return sum(size)
+    return sum(slot_sizes([sum(host_bytes[n] for n in members) for _, members in group_units(names)]))

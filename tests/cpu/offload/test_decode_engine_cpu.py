@@ -251,5 +251,5 @@ def test_benchmark_sweep_and_help():
     assert bench.make_record("smemkit_graph", 0.1, None, weight_bytes=8, kv_bytes=8, host_bytes=4,
                              rates={"hbm_bytes_per_s": 8e3, "host_bytes_per_s": 4e3}, reference_ms=None,
                              predicted_ms=None, case="qwen3-8b_b8_ctx1k")["case"] == "qwen3-8b_b8_ctx1k"
-    qwen3 = bench.MODELS["qwen3-8b"]()
+    qwen3 = bench.model_config("qwen3-8b")
     assert qwen3.model_type == "qwen3" and qwen3.num_key_value_heads == 8
