@@ -1,9 +1,10 @@
 """Offloaded Hugging Face models on a GPU (skipped without one).
 
-Tiny random Llama, Qwen3 (tied embedding), OPT (biases, tied) and Mistral models in bf16: the
-model offloaded by ``offload_model`` (``OffloadedLinear`` weights with ``host_path="direct"``, or
-host rows staged a layer ahead with ``"prefetch"``; KV sequences and embedding rows in pinned
-memory) or built by ``load_offloaded`` from a checkpoint written here, against the same
+Tiny random Llama, Qwen3 (tied embedding), OPT (biases, tied), Mistral, Mixtral and Qwen3-MoE
+(4 experts, 2 per token) models in bf16: the model offloaded by ``offload_model``
+(``OffloadedLinear`` weights with ``host_path="direct"``, or host rows staged a layer ahead with
+``"prefetch"``; whole experts, KV sequences and embedding rows in pinned memory) or built by
+``load_offloaded`` from a checkpoint written here, against the same
 model all in HBM, 32 greedy tokens each. The split kernels add in another order than cuBLAS, so
 logits may differ in their last bf16 bits; tokens must be equal except where a sequence parts
 from the reference at a near-tie: a step where the reference's own logits put the two tokens
@@ -22,10 +23,11 @@ from torch import nn
 
 transformers = pytest.importorskip("transformers")
 
-from hf_tiny_models import FOUR_ARCHS, tiny_configs  # noqa: E402
+from hf_tiny_models import FOUR_ARCHS, MOE_ARCHS, tiny_configs  # noqa: E402
 from hf_tiny_models import tiny as tiny_model  # noqa: E402
 
 from smemkit.offload import OffloadedLinear, OffloadFitError, load_offloaded, offload_model  # noqa: E402
+from smemkit.offload.experts import OffloadedExperts  # noqa: E402
 from smemkit.offload.hf_layout import FIXED_WORKSPACE_BYTES, op_of_linear  # noqa: E402
 from smemkit.offload.hf_model import plan_layout  # noqa: E402
 from smemkit.offload.placement import GpuPlacement  # noqa: E402
@@ -34,7 +36,7 @@ from smemkit.offload.prefetch import TwoPartLinear  # noqa: E402
 pytestmark = pytest.mark.gpu
 
 VOCAB = 512
-CONFIGS = tiny_configs(vocab_size=VOCAB, intermediate_size=256, archs=FOUR_ARCHS)
+CONFIGS = tiny_configs(vocab_size=VOCAB, intermediate_size=256, archs=FOUR_ARCHS + MOE_ARCHS)
 BATCH, PROMPT, NEW = 8, 8, 32
 MAX_SEQ = PROMPT + NEW
 RTOL, ATOL = 2e-2, 1e-3  # per step: max |logit error| <= ATOL + RTOL * max |reference logit|
@@ -100,6 +102,11 @@ def assert_offloaded(off, ratio: float | None) -> None:
         assert off.layout.staging_bytes == off.prefetcher.staging_bytes > 0
         assert all(src.is_pinned() for u in off.prefetcher.units for src, _ in u.copies)
     assert not any(isinstance(m, nn.Linear) for n, m in off.model.named_modules() if op_of_linear(n))
+    for split in off.layout.experts:
+        module = off.model.get_submodule(split.name)
+        assert isinstance(module, OffloadedExperts), split.name
+        assert module.host_experts == split.host_experts > 0 and module.gate_up_host.is_pinned()
+        assert module.gate_up_hbm.is_cuda and module.uses_kernel(BATCH * 2)  # decode: moe_gemv
     layer = off.kv_cache.layers[0]
     assert layer.k_hbm.is_cuda
     if ratio is not None:

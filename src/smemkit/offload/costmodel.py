@@ -9,8 +9,13 @@ concurrently while the tensor cores compute, so its time is the slowest of the t
 ``F`` is the dense bf16 tensor rate, ``B_g`` the HBM bandwidth, ``B_h`` the host link. Each term
 is affine in the offloaded bytes ``y = x W``, so ``t`` is convex and piecewise linear in ``y`` with
 at most three slopes: ``-1/B_g`` (HBM-bound, offloading helps), ``0`` (compute hides both reads)
-and ``+1/B_h`` (host-bound). The slopes are the same for every op; that is why a greedy planner
-can be exact (see ``planner``).
+and ``+1/B_h`` (host-bound). The slopes are the same for every dense op; that is why a greedy
+planner can be exact (see ``planner``).
+
+A mixture-of-experts layer's experts are one op that reads only the experts its tokens are routed
+to: a share ``f`` (``read_fraction``) of its bytes per step, from either part. Its reads then take
+``f (1 - x) W / B_g`` and ``f x W / B_h``, so its slopes are ``-f/B_g`` and ``+f/B_h``: per byte
+stored, the cheapest place for host-bound bytes.
 """
 
 from __future__ import annotations
@@ -24,18 +29,28 @@ from smemkit.hw.profile import DeviceProfile, profile_for_gpu_name
 
 @dataclass(frozen=True)
 class Op:
-    """One operation of a decode step: ``weight_bytes`` stored and read once, ``flops`` done."""
+    """One operation of a decode step: ``weight_bytes`` stored, ``read_fraction`` of them read per
+    step (1 for a dense op; the routed share for an experts op), ``flops`` done."""
 
     name: str
     kind: str
     weight_bytes: float
     flops: float
     layer: int | None = None
+    read_fraction: float = 1.0
 
     def __post_init__(self) -> None:
         for label, value in (("weight_bytes", self.weight_bytes), ("flops", self.flops)):
             if not (math.isfinite(value) and value >= 0):
                 raise InvalidArgumentError(f"op '{self.name}': {label} must be finite and >= 0, got {value}")
+        if not (math.isfinite(self.read_fraction) and 0 < self.read_fraction <= 1):
+            raise InvalidArgumentError(
+                f"op '{self.name}': read_fraction must be in (0, 1], got {self.read_fraction}")
+
+    @property
+    def read_bytes(self) -> float:
+        """Bytes one step reads (``read_fraction`` of ``weight_bytes``)."""
+        return self.weight_bytes * self.read_fraction
 
 
 @dataclass(frozen=True)
@@ -62,8 +77,8 @@ class Hardware:
 def op_time(op: Op, x: float, hw: Hardware) -> float:
     """Predicted seconds for ``op`` with a fraction ``x`` of its bytes in host memory."""
     return max(op.flops / hw.flops_per_s,
-               (1.0 - x) * op.weight_bytes / hw.hbm_bytes_per_s,
-               x * op.weight_bytes / hw.host_bytes_per_s)
+               (1.0 - x) * op.read_bytes / hw.hbm_bytes_per_s,
+               x * op.read_bytes / hw.host_bytes_per_s)
 
 
 @dataclass(frozen=True)
@@ -92,8 +107,8 @@ def turning_points(op: Op, hw: Hardware) -> TurningPoints:
     if op.weight_bytes == 0:
         return TurningPoints(0.0, 1.0)
     t_comp = op.flops / hw.flops_per_s
-    t_hbm = op.weight_bytes / hw.hbm_bytes_per_s
-    t_host = op.weight_bytes / hw.host_bytes_per_s
+    t_hbm = op.read_bytes / hw.hbm_bytes_per_s
+    t_host = op.read_bytes / hw.host_bytes_per_s
     if t_comp <= t_hbm * t_host / (t_hbm + t_host):
         r = hw.balanced_ratio
         return TurningPoints(r, r)

@@ -129,6 +129,13 @@ def hf_config(source: str | Path):
     text = str(source)
     if text.lower() in BUILTIN_MODELS:
         c = BUILTIN_MODELS[text.lower()]
+        if c.is_moe:
+            return transformers.MixtralConfig(
+                hidden_size=c.hidden_size, intermediate_size=c.intermediate_size,
+                num_attention_heads=c.num_attention_heads, num_key_value_heads=c.num_key_value_heads,
+                num_hidden_layers=c.num_hidden_layers, vocab_size=c.vocab_size, head_dim=c.head_dim,
+                num_local_experts=c.num_experts, num_experts_per_tok=c.experts_per_token,
+                tie_word_embeddings=c.tie_word_embeddings, max_position_embeddings=32768, rope_theta=1e6)
         if c.gated_mlp:
             return transformers.LlamaConfig(
                 hidden_size=c.hidden_size, intermediate_size=c.intermediate_size,

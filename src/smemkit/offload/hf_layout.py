@@ -1,12 +1,14 @@
 """Which planner op each part of a Hugging Face decoder is, and where every byte of it will live.
 
 The planner sees a decoder as ``decode_ops``: per layer ``qkv_proj``, ``attention`` (the layer's
-KV cache), ``o_proj``, ``gate_proj``/``up_proj``/``down_proj`` (or OPT's ``fc1``/``fc2``), and
-the ``lm_head``. A Hugging Face model holds them as ``nn.Linear`` modules named ``q_proj``,
+KV cache), ``o_proj``, ``gate_proj``/``up_proj``/``down_proj`` (or OPT's ``fc1``/``fc2``, or a
+MoE layer's ``experts``), and the ``lm_head``. A Hugging Face model holds them as ``nn.Linear``
+modules named ``q_proj``,
 ``k_proj``, ``v_proj`` (one op), ``o_proj`` or OPT's ``out_proj``, ... inside ``layers.<i>``. This
 module maps each linear to its op by name and checks that the modules' bytes add up to the op's
 (a config the planner misreads fails here, not in a kernel), turns the plan's per-op ratios into
-whole host rows (16-row tiles, rounded up) and whole host sequences, and totals the bytes each
+whole host rows (16-row tiles, rounded up), whole host experts (rounded up) and whole host
+sequences, and totals the bytes each
 memory will hold. :func:`check_fit` then refuses a layout that cannot fit before anything moves.
 
 Under a GPU budget the rounding never costs HBM: linears round their host rows up, the KV cache
@@ -28,7 +30,7 @@ from torch import nn
 from smemkit.errors import InvalidArgumentError, SmemkitError
 from smemkit.offload import ModelConfig, Op, Plan, config_from_hf, host_rows_for_ratio, host_seqs_for_ratio
 
-SUPPORTED_MODEL_TYPES = ("llama", "mistral", "opt", "qwen2", "qwen3")
+SUPPORTED_MODEL_TYPES = ("llama", "mistral", "opt", "qwen2", "qwen3", "mixtral", "qwen3_moe")
 HALF_DTYPES = (torch.bfloat16, torch.float16)
 K_MULTIPLE = 8  # the split kernels read 16-byte vectors of 2-byte elements
 # SplitWeight's row tile: its HBM/host boundary is a whole number of 16-row tiles from the end
@@ -39,6 +41,7 @@ LINEAR_KINDS = {"q_proj": "qkv_proj", "k_proj": "qkv_proj", "v_proj": "qkv_proj"
                 "out_proj": "o_proj", "gate_proj": "gate_proj", "up_proj": "up_proj",
                 "down_proj": "down_proj", "fc1": "fc1", "fc2": "fc2"}
 _IN_LAYER = re.compile(r"(?:^|\.)layers\.(\d+)\.(?:.*\.)?(\w+)$")
+EXPERT_PARAMS = ("gate_up_proj", "down_proj")  # transformers 5.x experts modules: E x 2I x H, E x H x I
 # HBM the forward takes beyond weights and KV that the formula in workspace_bytes does not see:
 # cuBLAS and split-kernel workspaces, the ring path's slots, allocator rounding.
 FIXED_WORKSPACE_BYTES = 256 * 2**20
@@ -77,6 +80,32 @@ class LinearSplit:
 
 
 @dataclass(frozen=True)
+class ExpertsSplit:
+    """One MoE layer's experts module: ``num_experts`` experts, the last ``host_experts`` of them
+    (whole experts: a token reads all of its expert or none) in host memory."""
+
+    name: str
+    op: str
+    num_experts: int
+    hidden: int
+    intermediate: int
+    host_experts: int
+
+    @property
+    def expert_elements(self) -> int:
+        return 3 * self.hidden * self.intermediate
+
+    @property
+    def ratio(self) -> float:
+        return self.host_experts / self.num_experts
+
+
+def host_experts_at_least(num_experts: int, ratio: float) -> int:
+    """The fewest whole experts holding >= ``ratio`` of a layer's expert bytes (less 1e-12)."""
+    return min(num_experts, max(0, math.ceil(ratio * num_experts * (1 - 1e-12))))
+
+
+@dataclass(frozen=True)
 class CacheSplit:
     """One layer's KV cache: ``batch`` sequences of up to ``max_seq_len`` tokens, the last
     ``host_seqs`` of them in host memory."""
@@ -109,6 +138,7 @@ class OffloadLayout:
     workspace_bytes: int
     dtype: torch.dtype
     staging_bytes: int = 0  # HBM staging slots of host_path="prefetch" (prefetch.staging_bytes_of)
+    experts: tuple[ExpertsSplit, ...] = ()
 
     @property
     def dtype_bytes(self) -> int:
@@ -117,11 +147,14 @@ class OffloadLayout:
     @property
     def weight_hbm_bytes(self) -> int:
         d = self.dtype_bytes
-        return sum((s.out_features - s.host_rows) * s.in_features * d for s in self.linears)
+        return (sum((s.out_features - s.host_rows) * s.in_features * d for s in self.linears)
+                + sum((e.num_experts - e.host_experts) * e.expert_elements * d for e in self.experts))
 
     @property
     def weight_host_bytes(self) -> int:
-        return sum(s.host_rows * s.in_features * self.dtype_bytes for s in self.linears)
+        d = self.dtype_bytes
+        return (sum(s.host_rows * s.in_features * d for s in self.linears)
+                + sum(e.host_experts * e.expert_elements * d for e in self.experts))
 
     @property
     def kv_hbm_bytes(self) -> int:
@@ -148,8 +181,8 @@ class OffloadLayout:
 
     @property
     def ratios(self) -> dict[str, float]:
-        """Realised offload ratio per linear module name."""
-        return {s.name: s.ratio for s in self.linears}
+        """Realised offload ratio per linear (and experts) module name."""
+        return {**{s.name: s.ratio for s in self.linears}, **{e.name: e.ratio for e in self.experts}}
 
 
 def check_model(model: nn.Module) -> tuple[ModelConfig, torch.dtype]:
@@ -169,7 +202,9 @@ def check_model(model: nn.Module) -> tuple[ModelConfig, torch.dtype]:
     linears = [(n, m) for n, m in model.named_modules() if isinstance(m, nn.Linear)]
     if not linears:
         raise InvalidArgumentError("the model has no nn.Linear modules to offload (already offloaded?)")
-    dtypes = {m.weight.dtype for _, m in linears}
+    dtypes = {m.weight.dtype for _, m in linears} | {
+        getattr(m, p).dtype for _, m in model.named_modules()
+        if all(isinstance(getattr(m, q, None), torch.Tensor) for q in EXPERT_PARAMS) for p in EXPERT_PARAMS}
     if len(dtypes) != 1 or not dtypes <= set(HALF_DTYPES):
         raise InvalidArgumentError(
             f"the model's linear weights must all be bfloat16 or all float16 (the split kernels' dtypes), "
@@ -205,7 +240,7 @@ def map_linears(model: nn.Module, ops: list[Op], dtype_bytes: int) -> dict[str, 
                                            f"{', '.join(sorted(LINEAR_KINDS))}, lm_head)")
             by_op.setdefault(op, []).append((name, module))
     for op in ops:
-        if op.kind == "attention":
+        if op.kind in ("attention", "experts"):
             continue
         mods = by_op.get(op.name)
         if not mods:
@@ -219,6 +254,39 @@ def map_linears(model: nn.Module, ops: list[Op], dtype_bytes: int) -> dict[str, 
     if extra:
         raise InvalidArgumentError(f"linear modules for ops the config does not describe: {sorted(extra)}")
     return by_op
+
+
+def map_experts(model: nn.Module, ops: list[Op], dtype_bytes: int) -> dict[str, tuple[str, nn.Module]]:
+    """Every experts module (3-D ``gate_up_proj`` and ``down_proj``) of ``model`` by planner op
+    (``L3.experts``); one that is missing, extra or whose bytes differ from its op's is an error."""
+    found: dict[str, tuple[str, nn.Module]] = {}
+    for name, module in model.named_modules():
+        params = [getattr(module, p, None) for p in EXPERT_PARAMS]
+        if not all(isinstance(t, torch.Tensor) and t.dim() == 3 for t in params):
+            continue
+        match = _IN_LAYER.search(name)
+        if match is None:
+            raise InvalidArgumentError(f"experts module '{name}' is not inside a decoder layer")
+        found[f"L{match.group(1)}.experts"] = (name, module)
+    wanted = {op.name: op for op in ops if op.kind == "experts"}
+    if set(found) != set(wanted):
+        raise InvalidArgumentError(f"the config gives experts ops {sorted(wanted)} but the model has experts "
+                                   f"modules for {sorted(found)}")
+    for op_name, (name, module) in found.items():
+        gate_up, down = (getattr(module, p) for p in EXPERT_PARAMS)
+        e, two_i, h = gate_up.shape
+        if tuple(down.shape) != (e, h, two_i // 2) or two_i % 2:
+            raise InvalidArgumentError(f"{name}: gate_up_proj {tuple(gate_up.shape)} and down_proj "
+                                       f"{tuple(down.shape)} are not E x 2I x H and E x H x I")
+        held = (gate_up.numel() + down.numel()) * dtype_bytes
+        if held != wanted[op_name].weight_bytes:
+            raise InvalidArgumentError(
+                f"op '{op_name}': the config gives {int(wanted[op_name].weight_bytes)} bytes but {name} "
+                f"holds {held}; the model's shapes disagree with its config")
+        if h % K_MULTIPLE or (two_i // 2) % K_MULTIPLE:
+            raise InvalidArgumentError(f"{name}: hidden ({h}) and intermediate ({two_i // 2}) sizes must be "
+                                       f"multiples of {K_MULTIPLE}")
+    return found
 
 
 def host_rows_at_least(n_rows: int, ratio: float) -> int:
@@ -268,28 +336,38 @@ def make_layout(model: nn.Module, cfg: ModelConfig, dtype: torch.dtype, ops: lis
     caches = [CacheSplit(op.layer, op.name, batch, cfg.num_key_value_heads, cfg.head_dim, max_seq_len,
                          host_seqs_for_ratio(batch, ratio_of[op.name]))
               for op in ops if op.kind == "attention"]
+    experts = [ExpertsSplit(name, op, int(m.gate_up_proj.shape[0]), int(m.gate_up_proj.shape[2]),
+                            int(m.down_proj.shape[2]),
+                            host_experts_at_least(int(m.gate_up_proj.shape[0]), ratio_of[op]))
+               for op, (name, m) in map_experts(model, ops, cfg.dtype_bytes).items()]
     d = cfg.dtype_bytes
     if required_bytes is not None:
-        offloaded = sum(s.host_rows * s.in_features * d for s in linears) + sum(
-            c.host_seqs * c.seq_bytes(d) for c in caches)
+        offloaded = (sum(s.host_rows * s.in_features * d for s in linears)
+                     + sum(c.host_seqs * c.seq_bytes(d) for c in caches)
+                     + sum(e.host_experts * e.expert_elements * d for e in experts))
         short = required_bytes - offloaded
-        in_hbm = sum((s.out_features - s.host_rows) * s.in_features * d for s in linears)
+        in_hbm = (sum((s.out_features - s.host_rows) * s.in_features * d for s in linears)
+                  + sum((e.num_experts - e.host_experts) * e.expert_elements * d for e in experts))
         if short > 0 and in_hbm > 0:
             share = min(1.0, short / in_hbm)
             linears = [replace(s, host_rows=host_rows_at_least(
                 s.out_features, (s.host_rows + share * (s.out_features - s.host_rows)) / s.out_features))
                 for s in linears]
+            experts = [replace(e, host_experts=host_experts_at_least(
+                e.num_experts, (e.host_experts + share * (e.num_experts - e.host_experts)) / e.num_experts))
+                for e in experts]
         if short > in_hbm:  # every linear row is already in host memory: round sequences up instead
             caches = [replace(c, host_seqs=c.batch) for c in caches]
     embedding_module = model.get_input_embeddings()
     head = model.get_output_embeddings()
     tied = head is not None and head.weight is embedding_module.weight
     emb_name = next(n for n, m in model.named_modules() if m is embedding_module)
-    split_params = {f"{s.name}.weight" for s in linears} | {f"{emb_name}.weight"}
+    split_params = ({f"{s.name}.weight" for s in linears} | {f"{emb_name}.weight"}
+                    | {f"{e.name}.{p}" for e in experts for p in EXPERT_PARAMS})
     other = sum(t.numel() * t.element_size() for n, t in _unique_tensors(model) if n not in split_params)
     emb_host = 0 if tied else embedding_module.weight.numel() * embedding_module.weight.element_size()
     return OffloadLayout(cfg, tuple(ops), plan, tuple(linears), tuple(caches), emb_name, tied, emb_host,
-                         other, workspace, dtype)
+                         other, workspace, dtype, experts=tuple(experts))
 
 
 def check_fit(layout: OffloadLayout, *, gpu_budget: int | None, hbm_free: int | None,

@@ -4,7 +4,8 @@
 model's own ops (``decode_ops`` of the ``ModelConfig`` its config gives) against the device
 profile, lays every byte out (``hf_layout``), refuses a layout that does not fit before anything
 moves, then replaces each ``nn.Linear`` (q/k/v/o, gate/up/down or fc1/fc2, lm_head) with a split
-linear at its op's ratio, the input embedding with a ``SplitEmbedding``, and allocates a
+linear at its op's ratio, each MoE layer's experts with :class:`~.experts.OffloadedExperts`
+(whole experts in host memory), the input embedding with a ``SplitEmbedding``, and allocates a
 :class:`~.hf_cache.BatchSplitCache` for the plan's batch and context. ``load_offloaded`` builds
 the same from a safetensors checkpoint; both run :func:`offload_from_source`, which reads each
 tensor once from a :class:`TensorSource` and places it before reading the next.
@@ -32,6 +33,7 @@ from smemkit.offload import (
     required_offload_bytes,
     uniform_plan,
 )
+from smemkit.offload.experts import OffloadedExperts, place_experts
 from smemkit.offload.hf_cache import BatchSplitCache
 from smemkit.offload.hf_layout import (
     OffloadFitError,
@@ -154,7 +156,7 @@ class OffloadedModel:
             self.prefetcher.free()  # its hooks, slots and the offloaded linears it staged
             self.prefetcher = None
         for module in self.model.modules():
-            if hasattr(module, "split_weight"):
+            if hasattr(module, "split_weight") or isinstance(module, OffloadedExperts):
                 module.free()
         self.placement.free()
 
@@ -308,7 +310,8 @@ def offload_model(model: nn.Module, *, gpu_mem_gib: float | None = None, ratio: 
                   plan: str | None = None, batch: int, max_seq_len: int, profile: str | None = None,
                   workspace_gib: float | None = None, placement: Placement | None = None,
                   offload_kv: bool = True, host_path: str | None = None) -> OffloadedModel:
-    """Offload ``model`` (a Hugging Face Llama, Mistral, Qwen2/3 or OPT in bf16/fp16) in place.
+    """Offload ``model`` (a Hugging Face Llama, Mistral, Qwen2/3, OPT, Mixtral or Qwen3-MoE in
+    bf16/fp16) in place.
 
     Give ``gpu_mem_gib`` (HBM for weights + KV + the rest + workspace; the planner offloads what
     does not fit, by ``plan``: ``"greedy"``, the default, or ``"uniform"``) or ``ratio`` (offload
@@ -382,6 +385,14 @@ def offload_from_source(model: nn.Module, source: TensorSource, layout: OffloadL
             if module.split_weight.host_rows != split.host_rows:
                 raise AssertionError(f"{split.name}: placed {module.split_weight.host_rows} host rows, "
                                      f"planned {split.host_rows}")
+            setattr(parent, leaf, module)
+        for split in layout.experts:
+            parent, leaf = parent_of(model, split.name)
+            gate_up = source.get(f"{split.name}.gate_up_proj").to(dtype)
+            down = source.get(f"{split.name}.down_proj").to(dtype)
+            module = place_experts(placement, gate_up, down, split.host_experts, getattr(parent, leaf).act_fn,
+                                   dtype)
+            del gate_up, down
             setattr(parent, leaf, module)
         _place_embedding(model, source, layout, placement, head_name)
         _place_rest(model, source, layout, placement)

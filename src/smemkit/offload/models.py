@@ -2,7 +2,10 @@
 
 Only what a decode step streams every step is planned: per layer the QKV projection, attention
 over the KV cache, the output projection and the MLP (gate/up/down, or OPT's fc1/fc2), plus the
-LM head. Norms and biases (< 0.1 % of bytes) are left out. The input embedding table is read only
+LM head. A mixture-of-experts layer (Mixtral, Qwen3-MoE) has one ``experts`` op in place of the
+MLP: all its experts' bytes are stored, but a step reads only the experts its ``batch`` tokens are
+routed to (``read_fraction``, the expected share under uniform routing). Its router (E x hidden)
+and the norms and biases (< 0.1 % of bytes) are left out. The input embedding table is read only
 B rows per step, so it is taken to live in host memory and is not counted against the GPU budget;
 when it is tied to the LM head (OPT) the LM head op carries those bytes.
 """
@@ -54,6 +57,8 @@ class ModelConfig:
     gated_mlp: bool = True
     tie_word_embeddings: bool = False
     dtype: str = DEFAULT_DTYPE
+    num_experts: int = 0  # experts per MoE layer (0: a dense MLP); intermediate_size is each expert's
+    experts_per_token: int = 0
 
     def __post_init__(self) -> None:
         for label in ("hidden_size", "intermediate_size", "num_attention_heads", "num_key_value_heads",
@@ -61,6 +66,14 @@ class ModelConfig:
             check_int_range(f"model '{self.name}': {label}", getattr(self, label), 1, MAX_DIM)
         check_int_range(f"model '{self.name}': num_hidden_layers", self.num_hidden_layers, 1, MAX_LAYERS)
         object.__setattr__(self, "dtype", canonical_dtype(self.dtype, f"model '{self.name}': dtype"))
+        if self.num_experts:
+            check_int_range(f"model '{self.name}': num_experts", self.num_experts, 2, MAX_DIM)
+            check_int_range(f"model '{self.name}': experts_per_token", self.experts_per_token, 1,
+                            self.num_experts)
+            if not self.gated_mlp:
+                raise InvalidArgumentError(f"model '{self.name}': experts must be gated (gate_up_proj)")
+        elif self.experts_per_token:
+            raise InvalidArgumentError(f"model '{self.name}': experts_per_token without num_experts")
         if self.num_attention_heads % self.num_key_value_heads:
             raise InvalidArgumentError(
                 f"model '{self.name}': num_attention_heads ({self.num_attention_heads}) must be a "
@@ -70,6 +83,15 @@ class ModelConfig:
     def dtype_bytes(self) -> int:
         return DTYPE_BYTES[self.dtype]
 
+    @property
+    def is_moe(self) -> bool:
+        return self.num_experts > 0
+
+    def experts_read_fraction(self, tokens: int) -> float:
+        """Expected share of a layer's experts that ``tokens`` tokens, each routed to
+        ``experts_per_token`` distinct experts uniformly at random, read: ``1 - (1 - k/E)^tokens``."""
+        return 1.0 - (1.0 - self.experts_per_token / self.num_experts) ** tokens
+
 
 # Public config.json values (checked 2026-11):
 # - meta-llama/Meta-Llama-3-8B and -70B config.json (also oumi configs/recipes/llama3_1/README.md):
@@ -77,12 +99,19 @@ class ModelConfig:
 #   70B hidden 8192, intermediate 28672, 80 layers, 64 heads, 8 KV heads, vocab 128256, untied.
 # - facebook/opt-30b config.json (huggingface.co/facebook/opt-30b): hidden 7168, ffn_dim 28672,
 #   48 layers, 56 heads (MHA), vocab 50272, relu MLP, LM head shares the embedding.
+# - mistralai/Mixtral-8x7B-v0.1 config.json: hidden 4096, intermediate 14336 per expert, 32 layers,
+#   32 heads, 8 KV heads, vocab 32000, 8 local experts, 2 per token, untied.
 BUILTIN_MODELS: dict[str, ModelConfig] = {
     "llama-3-8b": ModelConfig("llama-3-8b", 4096, 14336, 32, 8, 32, 128256, 128),
     "llama-3-70b": ModelConfig("llama-3-70b", 8192, 28672, 64, 8, 80, 128256, 128),
     "opt-30b": ModelConfig("opt-30b", 7168, 28672, 56, 56, 48, 50272, 128, gated_mlp=False,
                            tie_word_embeddings=True),
+    "mixtral-8x7b": ModelConfig("mixtral-8x7b", 4096, 14336, 32, 8, 32, 32000, 128, num_experts=8,
+                                experts_per_token=2),
 }
+# MoE model types whose experts module (gate_up_proj E x 2I x H, down_proj E x H x I, no shared
+# experts) the offloader knows, and the config key of each expert's intermediate size
+MOE_TYPES = {"mixtral": "intermediate_size", "qwen3_moe": "moe_intermediate_size"}
 
 _UNGATED_TYPES = {"opt", "gpt2", "gpt_neox", "gptj", "falcon", "bloom", "phi"}
 
@@ -100,12 +129,22 @@ def config_from_hf(data: dict, name: str = "config.json") -> ModelConfig:
                                    "config.json with hidden_size, intermediate_size or ffn_dim, "
                                    "num_attention_heads, num_hidden_layers and vocab_size is needed)")
 
+    model_type = str(data.get("model_type", ""))
     experts = [k for k in ("num_local_experts", "num_experts", "n_routed_experts")
                if isinstance(data.get(k), int) and data[k] > 1]
+    num_experts = per_token = 0
+    intermediate_keys = ("intermediate_size", "ffn_dim")
     if experts:
-        raise InvalidArgumentError(f"{name}: a mixture-of-experts config ({experts[0]} = "
-                                   f"{data[experts[0]]}); the planner models dense decoders only")
-    model_type = str(data.get("model_type", ""))
+        if model_type not in MOE_TYPES:
+            raise InvalidArgumentError(
+                f"{name}: a mixture-of-experts config ({experts[0]} = {data[experts[0]]}) of model_type "
+                f"{model_type!r}; the MoE types supported are {', '.join(MOE_TYPES)}")
+        if data.get("mlp_only_layers") or data.get("decoder_sparse_step", 1) != 1:
+            raise InvalidArgumentError(f"{name}: dense layers between MoE layers (mlp_only_layers, "
+                                       "decoder_sparse_step != 1) are not supported: every layer must be MoE")
+        num_experts = need(experts[0])
+        per_token = need("num_experts_per_tok")
+        intermediate_keys = (MOE_TYPES[model_type],)
     hidden = need("hidden_size", "d_model")
     heads = need("num_attention_heads")
     if data.get("head_dim") is None and hidden % heads:
@@ -124,7 +163,7 @@ def config_from_hf(data: dict, name: str = "config.json") -> ModelConfig:
     return ModelConfig(
         name=name,
         hidden_size=hidden,
-        intermediate_size=need("intermediate_size", "ffn_dim"),
+        intermediate_size=need(*intermediate_keys),
         num_attention_heads=heads,
         num_key_value_heads=data.get("num_key_value_heads") or heads,
         num_hidden_layers=need("num_hidden_layers"),
@@ -133,6 +172,8 @@ def config_from_hf(data: dict, name: str = "config.json") -> ModelConfig:
         gated_mlp=not ungated,
         tie_word_embeddings=tie,
         dtype=dtype,
+        num_experts=num_experts,
+        experts_per_token=per_token,
     )
 
 
@@ -161,7 +202,8 @@ def decode_ops(cfg: ModelConfig, batch: int, seq: int) -> list[Op]:
 
     A linear layer of shape [n_in, n_out] holds ``n_in n_out`` weights and does ``2 B n_in n_out``
     FLOPs. Attention reads the layer's K and V (``2 B L kv_heads head_dim`` values) and does
-    ``4 B L heads head_dim`` FLOPs (QK^T and PV).
+    ``4 B L heads head_dim`` FLOPs (QK^T and PV). An experts op stores ``3 E hidden I`` weights and
+    does ``2 B k 3 hidden I`` FLOPs (each token through its k experts).
     """
     for label, value in (("--batch", batch), ("--seq", seq)):
         check_int_range(label, value, 1, MAX_DIM)
@@ -179,7 +221,12 @@ def decode_ops(cfg: ModelConfig, batch: int, seq: int) -> list[Op]:
         ops.append(Op(f"L{layer}.attention", "attention", float(2 * batch * seq * kv_dim * d),
                       float(4 * batch * seq * q_dim), layer))
         ops.append(linear("o_proj", q_dim, h, layer))
-        if cfg.gated_mlp:
+        if cfg.is_moe:
+            i = cfg.intermediate_size
+            ops.append(Op(f"L{layer}.experts", "experts", float(cfg.num_experts * 3 * h * i * d),
+                          float(2 * batch * cfg.experts_per_token * 3 * h * i), layer,
+                          read_fraction=cfg.experts_read_fraction(batch)))
+        elif cfg.gated_mlp:
             ops.append(linear("gate_proj", h, cfg.intermediate_size, layer))
             ops.append(linear("up_proj", h, cfg.intermediate_size, layer))
             ops.append(linear("down_proj", cfg.intermediate_size, h, layer))

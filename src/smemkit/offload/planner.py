@@ -82,19 +82,33 @@ def _fill(y: list[float], caps: Sequence[float], need: float) -> float:
     return min(need, room)
 
 
+def _fill_by_fraction(y: list[float], caps: Sequence[float], need: float, ops: Sequence[Op], *,
+                      largest_first: bool) -> float:
+    """:func:`_fill` one read fraction at a time: a byte of an op that reads a share ``f`` of its
+    bytes per step moves ``f`` bytes of reads, so in phase 1 (each saves ``f/B_g``) the largest
+    ``f`` goes first and in phase 3 (each costs ``f/B_h``) the smallest. Dense ops all have f = 1."""
+    added = 0.0
+    for f in sorted({op.read_fraction for op in ops}, reverse=largest_first):
+        group = [cap if op.read_fraction == f else 0.0 for cap, op in zip(caps, ops, strict=True)]
+        added += _fill(y, group, need - added)
+    return added
+
+
 def greedy_plan(ops: Sequence[Op], hw: Hardware, required_bytes: float, *, exact: bool = False) -> Plan:
     """DAK §4.2's greedy, phase by phase.
 
     1. Memory-bound first: move bytes of every op that is HBM-bound to the host until it reaches
        its first turning point (HBM time meets host time at B_h/(B_h+B_g), or meets compute time,
-       whichever comes first). Each such byte saves 1/B_g seconds, the same for every op, so how
-       the bytes are spread does not matter. With ``exact`` only ``required_bytes`` are moved;
+       whichever comes first). Each such byte saves f/B_g seconds (f the op's read fraction, 1 for
+       dense ops), so with ``exact`` the ops with the largest f go first. With ``exact`` only
+       ``required_bytes`` are moved;
        otherwise the phase always runs to the end, because each byte shortens the step.
     2. Compute-bound next: put what is still required on ops whose compute time hides their reads,
        up to each op's second turning point, where host time catches up with compute. These bytes
        cost nothing.
-    3. The rest anywhere: every op is now host-bound, and each further byte costs 1/B_h whichever
-       op takes it (spread here in proportion to the bytes each op still holds in HBM).
+    3. The rest anywhere: every op is now host-bound, and each further byte costs f/B_h, f the
+       op's read fraction (1 for dense ops): experts ops first, then the rest, spread in proportion
+       to the bytes each op still holds in HBM.
 
     Turning points are each op's own (``turning_points``): an op HBM-bound at x = 0 whose
     compute time exceeds ``W/(B_g+B_h)`` has a plateau, not a peak, and phase 2 uses that plateau.
@@ -105,9 +119,10 @@ def greedy_plan(ops: Sequence[Op], hw: Hardware, required_bytes: float, *, exact
     y = [0.0] * len(ops)
     need = required_bytes
     phase1 = [tp.lo * wi for tp, wi in zip(tps, w, strict=True)]
-    need -= _fill(y, phase1, need if exact else math.inf)
+    need -= _fill_by_fraction(y, phase1, need if exact else math.inf, ops, largest_first=True)
     need -= _fill(y, [(tp.hi - tp.lo) * wi for tp, wi in zip(tps, w, strict=True)], max(0.0, need))
-    _fill(y, [(1.0 - tp.hi) * wi for tp, wi in zip(tps, w, strict=True)], max(0.0, need))
+    _fill_by_fraction(y, [(1.0 - tp.hi) * wi for tp, wi in zip(tps, w, strict=True)], max(0.0, need), ops,
+                      largest_first=False)
     ratios = [yi / wi if wi > 0 else 0.0 for yi, wi in zip(y, w, strict=True)]
     return _make_plan("greedy (exact budget)" if exact else "greedy", ops, ratios, required_bytes, hw)
 
@@ -129,7 +144,8 @@ def _pieces(op: Op, hw: Hardware) -> list[tuple[float, float]]:
     w = op.weight_bytes
     if w <= 0:
         return []
-    t_comp, t_hbm, t_host = op.flops / hw.flops_per_s, w / hw.hbm_bytes_per_s, w / hw.host_bytes_per_s
+    reads = op.read_bytes
+    t_comp, t_hbm, t_host = op.flops / hw.flops_per_s, reads / hw.hbm_bytes_per_s, reads / hw.host_bytes_per_s
     cuts = {0.0, 1.0}
     for x in (1.0 - t_comp / t_hbm, t_comp / t_host, t_hbm / (t_hbm + t_host)):
         if 0.0 < x < 1.0:

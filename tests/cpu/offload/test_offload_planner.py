@@ -36,7 +36,7 @@ def assert_feasible(plan, ops, required, exact):
 
 @pytest.mark.parametrize("exact", [False, True])
 @settings(max_examples=400, deadline=None)
-@given(case=instances())
+@given(case=instances(read_fractions=True))
 def test_greedy_matches_oracle_and_beats_uniform(case, exact):
     ops, hw, required = case
     greedy = greedy_plan(ops, hw, required, exact=exact)
@@ -111,18 +111,19 @@ def test_two_ops_greedy_matches_bruteforce(case):
 
 @pytest.mark.parametrize("exact", [False, True])
 @settings(max_examples=150, deadline=None)
-@given(case=instances(max_ops=6))
+@given(case=instances(max_ops=6, read_fractions=True))
 def test_greedy_matches_linear_program(case, exact):
-    """min sum s_i  s.t.  s_i >= C_i/F, s_i >= (1-x_i)W_i/B_g, s_i >= x_i W_i/B_h, sum x_i W_i >= R."""
+    """min sum s_i  s.t.  s_i >= C_i/F, s_i >= (1-x_i)f_i W_i/B_g, s_i >= x_i f_i W_i/B_h,
+    sum x_i W_i >= R (f_i the read fraction: bytes stored and bytes read differ for experts)."""
     np = pytest.importorskip("numpy")
     optimize = pytest.importorskip("scipy.optimize")
     ops, hw, required = case
     n, held = len(ops), total_bytes(ops)
-    scale = max(max(op.flops / hw.flops_per_s, op.weight_bytes / hw.host_bytes_per_s,
-                    op.weight_bytes / hw.hbm_bytes_per_s) for op in ops)
+    scale = max(max(op.flops / hw.flops_per_s, op.read_bytes / hw.host_bytes_per_s,
+                    op.read_bytes / hw.hbm_bytes_per_s) for op in ops)
     rows, rhs = [], []
     for i, op in enumerate(ops):
-        g, h = op.weight_bytes / hw.hbm_bytes_per_s / scale, op.weight_bytes / hw.host_bytes_per_s / scale
+        g, h = op.read_bytes / hw.hbm_bytes_per_s / scale, op.read_bytes / hw.host_bytes_per_s / scale
         r1 = np.zeros(2 * n)
         r1[i], r1[n + i] = -g, -1.0
         rows.append(r1)
@@ -218,3 +219,24 @@ def test_zero_byte_ops_are_left_alone():
     ops = [Op("empty", "e", 0.0, 1e9), Op("a", "a", 1e9, 0.0)]
     for plan in (greedy_plan(ops, hw, 0.5e9), oracle_plan(ops, hw, 0.5e9)):
         assert plan.ratios[0] == 0.0 and plan.ratios[1] == pytest.approx(0.5)
+
+
+def test_host_bound_bytes_go_to_the_experts_first():
+    """Past every turning point a stored byte of experts costs f/B_h, a dense byte 1/B_h: the
+    greedy fills the experts' host room before it moves another dense byte."""
+    hw = Hardware(hbm_bytes_per_s=4e12, host_bytes_per_s=50e9, flops_per_s=800e12)
+    dense = Op("dense", "linear", 1e9, 1e6)
+    experts = Op("experts", "experts", 4e9, 1e6, read_fraction=0.5)
+    lo = hw.balanced_ratio
+    required = lo * 5e9 + 0.5 * (1 - lo) * 4e9  # past phase 1, less than the experts' remaining room
+    plan = greedy_plan([dense, experts], hw, required)
+    assert math.isclose(plan.ratios[0], lo, rel_tol=1e-9)
+    assert plan.ratios[1] > lo
+    assert plan.time_s == pytest.approx(oracle_plan([dense, experts], hw, required).time_s, rel=1e-9)
+    assert plan.time_s < uniform_plan([dense, experts], hw, required).time_s
+
+
+def test_read_fraction_is_checked():
+    for bad in (0.0, -0.5, 1.5, math.nan):
+        with pytest.raises(InvalidArgumentError, match="read_fraction"):
+            Op("e", "experts", 1.0, 1.0, read_fraction=bad)
