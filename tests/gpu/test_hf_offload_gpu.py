@@ -1,15 +1,16 @@
 """Offloaded Hugging Face models on a GPU (skipped without one).
 
-Tiny random Llama, Qwen3 (tied embedding), OPT (biases, tied), Mistral, Mixtral and Qwen3-MoE
-(4 experts, 2 per token) models in bf16: the model offloaded by ``offload_model``
+Tiny random Llama, Qwen3 (tied embedding), OPT (biases, tied), Mistral, Mixtral and Qwen3-MoE (4
+experts, 2 per token) models in bf16: the model offloaded by ``offload_model``
 (``OffloadedLinear`` weights with ``host_path="direct"``, or host rows staged a layer ahead with
 ``"prefetch"``; whole experts, KV sequences and embedding rows in pinned memory) or built by
-``load_offloaded`` from a checkpoint written here, against the same
-model all in HBM, 32 greedy tokens each. The split kernels add in another order than cuBLAS, so
-logits may differ in their last bf16 bits; tokens must be equal except where a sequence parts
-from the reference at a near-tie: a step where the reference's own logits put the two tokens
-closer than that step's measured logit error. Every step up to there must agree within bf16
-tolerance. Then the HBM the offloaded model takes, and the fit errors before anything moves.
+``load_offloaded`` from a checkpoint written here, against the same model all in HBM (for MoE
+models, with the same experts kernel: see ``kernel_experts``), 32 greedy tokens each. The split
+kernels add in another order than cuBLAS, so logits may differ in their last bf16 bits; tokens
+must be equal except where a sequence parts from the reference at a near-tie: a step where the
+reference's own logits put the two tokens closer than that step's measured logit error. Every step
+up to there must agree within bf16 tolerance. Then the HBM the offloaded model takes, and the fit
+errors before anything moves.
 """
 
 from __future__ import annotations
@@ -27,7 +28,7 @@ from hf_tiny_models import FOUR_ARCHS, MOE_ARCHS, tiny_configs  # noqa: E402
 from hf_tiny_models import tiny as tiny_model  # noqa: E402
 
 from smemkit.offload import OffloadedLinear, OffloadFitError, load_offloaded, offload_model  # noqa: E402
-from smemkit.offload.experts import OffloadedExperts  # noqa: E402
+from smemkit.offload.experts import OffloadedExperts, place_experts  # noqa: E402
 from smemkit.offload.hf_layout import FIXED_WORKSPACE_BYTES, op_of_linear  # noqa: E402
 from smemkit.offload.hf_model import plan_layout  # noqa: E402
 from smemkit.offload.placement import GpuPlacement  # noqa: E402
@@ -87,6 +88,22 @@ def assert_greedy_matches(ref, got) -> int:
     return parted
 
 
+def kernel_experts(model: nn.Module) -> nn.Module:
+    """``model`` with each experts module replaced by ``OffloadedExperts`` holding every expert in
+    HBM: the MoE reference. A router is discontinuous, so an expert sum rounded another way
+    (transformers' eager experts round each expert's share to bf16 before adding) can flip a
+    near-tied routing and move the logits far past bf16 tolerance; with the same experts kernel
+    on both sides only the split linears differ, as for the dense models."""
+    placement = GpuPlacement()
+    for name, module in list(model.named_modules()):
+        if hasattr(module, "gate_up_proj"):
+            parent, _, leaf = name.rpartition(".")
+            experts = place_experts(placement, module.gate_up_proj.data, module.down_proj.data, 0,
+                                    module.act_fn, module.gate_up_proj.dtype)
+            setattr(model.get_submodule(parent), leaf, experts)
+    return model
+
+
 def assert_offloaded(off, ratio: float | None) -> None:
     for split in off.layout.linears:
         module = off.model.get_submodule(split.name)
@@ -121,6 +138,8 @@ def assert_offloaded(off, ratio: float | None) -> None:
 def test_generate_matches_the_all_hbm_model(arch, ratio, host_path):
     cpu_model = tiny(arch)
     ref = copy.deepcopy(cpu_model).cuda()
+    if arch in MOE_ARCHS:
+        ref = kernel_experts(ref)
     ids = prompts()
     want = run_greedy(ref.generate, ids)
     model = cpu_model if ratio < 0.5 else cpu_model.cuda()  # offload from host memory, and from HBM
