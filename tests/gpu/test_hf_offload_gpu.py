@@ -161,7 +161,8 @@ def test_generate_matches_the_all_hbm_model(arch, ratio, host_path):
 
 @pytest.mark.parametrize(("arch", "mode", "host_path"),
                          [("llama", "ratio", "direct"), ("opt", "budget", "direct"),
-                          ("qwen3", "ratio", "prefetch")])
+                          ("qwen3", "ratio", "prefetch"), ("mixtral", "ratio", "prefetch"),
+                          ("qwen3_moe", "budget", "direct")])
 def test_loader_builds_the_offloaded_model_from_a_checkpoint(tmp_path, arch, mode, host_path):
     cpu_model = tiny(arch)
     cpu_model.save_pretrained(tmp_path, safe_serialization=True)
@@ -173,6 +174,8 @@ def test_loader_builds_the_offloaded_model_from_a_checkpoint(tmp_path, arch, mod
         budget = full.other_hbm_bytes + full.workspace_bytes + planned // 2
         options = dict(gpu_mem_gib=budget / 2**30)
     ref = cpu_model.cuda()
+    if arch in MOE_ARCHS:
+        ref = kernel_experts(ref)
     before = settled_memory()
     off = load_offloaded(tmp_path, batch=BATCH, max_seq_len=MAX_SEQ, host_path=host_path, **options)
     torch.cuda.synchronize()

@@ -217,7 +217,12 @@ def run(args: argparse.Namespace, console: Console | None = None) -> int:
     gap = (greedy.time_s - oracle.time_s) / oracle.time_s
     console.print(f"  greedy vs oracle: {relative_text(gap)}; uniform / greedy = "
                   f"{uniform.time_s / greedy.time_s:.3f}x")
-    console.print("  (cost model only, not measured: max(C/F, (1-x)W/B_g, xW/B_h) per op. Bytes beyond the "
-                  "turning points cost 1/B_h each on any op, so greedy and oracle ratios may differ at "
-                  "equal time.)")
+    console.print("  (cost model only, not measured: max(C/F, (1-x)fW/B_g, xfW/B_h) per op, f the share of "
+                  "its bytes a step reads (1 but for experts). Bytes beyond the turning points cost f/B_h "
+                  "each, so greedy and oracle ratios may differ at equal time among ops of one f.)")
+    experts = next((op for op in ops if op.kind == "experts"), None)
+    if experts is not None:
+        console.print(f"  experts: {cfg.num_experts} per layer, {cfg.experts_per_token} per token; a step of "
+                      f"{args.batch} tokens reads f = {experts.read_fraction:.1%} of them (uniform routing), "
+                      "so host-bound bytes go to them first")
     return 0

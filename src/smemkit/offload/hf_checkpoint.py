@@ -10,7 +10,10 @@ converted to the model's dtype), and HBM holds only what the plan puts there.
 
 Shards are found through ``model.safetensors.index.json`` when present, else every
 ``*.safetensors`` file of the directory; tensor names may omit the model's base prefix
-(``decoder.layers.0...`` for ``model.decoder.layers.0...``), as older OPT checkpoints do.
+(``decoder.layers.0...`` for ``model.decoder.layers.0...``), as older OPT checkpoints do. A MoE
+checkpoint's per-expert matrices (Mixtral's ``block_sparse_moe.experts.<e>.w1``, Qwen3-MoE's
+``mlp.experts.<e>.gate_proj``) are stacked into the experts module's tensors one layer at a time
+(:class:`HubExpertsTensors`).
 """
 
 from __future__ import annotations
@@ -83,6 +86,62 @@ class SafetensorsCheckpoint:
         self.close()
 
 
+# How released MoE checkpoints name one expert's matrices, which transformers 5.x loads into one
+# experts module of 3-D tensors (its conversion mapping): the decoder layer's MoE block name, then
+# the gate, up and down matrices' names under ``experts.<e>``.
+HUB_EXPERT_NAMES = (
+    ("block_sparse_moe", "w1", "w3", "w2"),  # Mixtral
+    ("mlp", "gate_proj", "up_proj", "down_proj"),  # Qwen3-MoE (and Qwen2-MoE-style files)
+)
+_EXPERTS_SUFFIX = ".mlp.experts."
+_ROUTER_SUFFIX = ".mlp.gate.weight"
+
+
+class HubExpertsTensors:
+    """A tensor source that also answers a MoE model's ``...mlp.experts.gate_up_proj`` /
+    ``down_proj`` (E x 2I x H, E x H x I) and ``...mlp.gate.weight`` from a checkpoint that stores
+    each expert's matrices separately (``HUB_EXPERT_NAMES``), assembling one layer's experts when
+    asked: pageable memory then peaks at about one layer's experts."""
+
+    def __init__(self, source) -> None:
+        self._source = source
+        have = source.names()
+        self._built: dict[str, tuple[str, ...]] = {}  # synthesized name -> the source names it reads
+        for name in have:
+            for block, gate, up, down in HUB_EXPERT_NAMES:
+                marker = f".{block}.experts.0.{gate}.weight"
+                if not name.endswith(marker):
+                    continue
+                layer = name[: -len(marker)]
+                base = f"{layer}.{block}.experts"
+                count = 0
+                while f"{base}.{count}.{gate}.weight" in have:
+                    count += 1
+                experts = range(count)
+                self._built[f"{layer}{_EXPERTS_SUFFIX}gate_up_proj"] = tuple(
+                    f"{base}.{e}.{m}.weight" for e in experts for m in (gate, up))
+                self._built[f"{layer}{_EXPERTS_SUFFIX}down_proj"] = tuple(
+                    f"{base}.{e}.{down}.weight" for e in experts)
+                router = f"{layer}.{block}.gate.weight"
+                if router in have and f"{layer}{_ROUTER_SUFFIX}" not in have:
+                    self._built[f"{layer}{_ROUTER_SUFFIX}"] = (router,)
+        self._names = set(have) | set(self._built)
+
+    def names(self) -> set[str]:
+        return self._names
+
+    def get(self, name: str) -> torch.Tensor:
+        parts = self._built.get(name)
+        if parts is None:
+            return self._source.get(name)
+        if len(parts) == 1:
+            return self._source.get(parts[0])
+        if name.endswith("gate_up_proj"):
+            pairs = zip(parts[::2], parts[1::2], strict=True)
+            return torch.stack([torch.cat([self._source.get(g), self._source.get(u)]) for g, u in pairs])
+        return torch.stack([self._source.get(d) for d in parts])
+
+
 def _model_dtype(config, dtype: torch.dtype | None) -> torch.dtype:
     if dtype is not None:
         if dtype not in HALF_DTYPES:
@@ -124,7 +183,10 @@ def load_offloaded(directory: str | Path, *, gpu_mem_gib: float | None = None, r
                          max_seq_len=max_seq_len, profile=profile, workspace_gib=workspace_gib,
                          host_path=resolve_host_path(host_path, placement))
     budget = None if gpu_mem_gib is None else int(gpu_mem_gib * GIB)
+    def source(reader):
+        return HubExpertsTensors(reader) if layout.experts else reader
+
     if checkpoint is not None:
-        return offload_from_source(model, checkpoint, layout, placement, gpu_budget=budget)
+        return offload_from_source(model, source(checkpoint), layout, placement, gpu_budget=budget)
     with SafetensorsCheckpoint(directory, prefix=getattr(model, "base_model_prefix", "")) as reader:
-        return offload_from_source(model, reader, layout, placement, gpu_budget=budget)
+        return offload_from_source(model, source(reader), layout, placement, gpu_budget=budget)
