@@ -21,7 +21,6 @@ The launch plan (the kernel's constants, :func:`plan_attention`) is pure Python 
 from __future__ import annotations
 
 import math
-import re
 import threading
 from functools import cache
 
@@ -64,7 +63,7 @@ from smemkit.offload.pinned import (
     dtype_name,
 )
 from smemkit.offload.scratch import SplitScratch
-from smemkit.runtime.compiler import DEFAULT_ARCH, CompiledModule, compile_module, package_source
+from smemkit.runtime.compiler import DEFAULT_ARCH, CompiledModule, compile_module, int_defines, package_source
 
 SOURCE = "offload/split_attention.cu"
 KERNEL_PARAMS = ("ptr",) * 9 + ("i32",) * 12 + ("f32",)
@@ -99,7 +98,7 @@ def shipped_variants() -> list[torch.dtype]:
 
 def source_constants(text: str | None = None) -> dict[str, int]:
     text = source() if text is None else text
-    return {m.group(1): int(m.group(2)) for m in re.finditer(r"^#define\s+(\w+)\s+(\d+)\s*$", text, re.M)}
+    return int_defines(text)
 
 
 # ---- argument checks (no GPU needed) ------------------------------------------------------------

@@ -9,7 +9,6 @@ experts module's per-expert loop.
 
 from __future__ import annotations
 
-import re
 import threading
 from functools import cache
 
@@ -17,7 +16,7 @@ import torch
 
 from smemkit.errors import InvalidArgumentError
 from smemkit.offload.pinned import DTYPE_CODE, DTYPE_NAME
-from smemkit.runtime.compiler import DEFAULT_ARCH, CompiledModule, compile_module, package_source
+from smemkit.runtime.compiler import DEFAULT_ARCH, CompiledModule, compile_module, int_defines, package_source
 
 SOURCE = "offload/moe_gemv.cu"
 KERNEL = "moe_gemv"
@@ -40,7 +39,7 @@ def source() -> str:
 def source_constants(text: str | None = None) -> dict[str, int]:
     """``#define NAME <int>`` values of moe_gemv.cu (to check the mirrors above)."""
     text = source() if text is None else text
-    return {m.group(1): int(m.group(2)) for m in re.finditer(r"^#define\s+(\w+)\s+(\d+)\s*$", text, re.M)}
+    return int_defines(text)
 
 
 def defines(dtype: torch.dtype) -> dict[str, int]:

@@ -10,7 +10,6 @@ path is :mod:`.linear`.
 
 from __future__ import annotations
 
-import re
 import threading
 from functools import cache
 
@@ -32,7 +31,7 @@ from smemkit.offload.split_plan import (
     fit_error,
     plan_launch,
 )
-from smemkit.runtime.compiler import DEFAULT_ARCH, CompiledModule, compile_module, package_source
+from smemkit.runtime.compiler import DEFAULT_ARCH, CompiledModule, compile_module, int_defines, package_source
 
 SOURCE = "offload/split_gemv.cu"
 KERNEL_PARAMS = ("ptr", "ptr", "ptr", "ptr", "ptr", "ptr", "ptr",
@@ -86,7 +85,7 @@ def shipped_variants() -> list[tuple[torch.dtype, int, int]]:
 def source_constants(text: str | None = None) -> dict[str, int]:
     """``#define NAME <int>`` values of split_gemv.cu (to check the mirrors above)."""
     text = source() if text is None else text
-    return {m.group(1): int(m.group(2)) for m in re.finditer(r"^#define\s+(\w+)\s+(\d+)\s*$", text, re.M)}
+    return int_defines(text)
 
 
 # ---- the GPU side -------------------------------------------------------------------------------

@@ -54,6 +54,12 @@ class CompiledModule:
     from_cache: bool = False
 
 
+def int_defines(text: str) -> dict[str, int]:
+    """``#define NAME <int>`` lines of a kernel source, by name: what a Python mirror of the
+    kernel's constants is checked against."""
+    return {m.group(1): int(m.group(2)) for m in re.finditer(r"^#define\s+(\w+)\s+(\d+)\s*$", text, re.M)}
+
+
 def package_source(relative: str) -> str:
     """The text of a kernel file shipped inside the package (``'hw/probe_kernels.cu'``)."""
     return resources.files("smemkit").joinpath(relative).read_text()
