@@ -38,6 +38,22 @@ def test_plan_json_is_consistent(capsys):
     assert {k["kind"] for k in plans["greedy"]["by_kind"]} >= {"fc1", "fc2", "attention"}
 
 
+def test_plan_of_a_moe_model_reads_a_share_of_its_experts(capsys, monkeypatch):
+    monkeypatch.setenv("COLUMNS", "200")
+    assert invoke(["offload", "plan", "--model", "mixtral-8x7b", "--batch", "1", "--seq", "1024",
+                   "--gpu-mem", "40", "--profile", "h200", "--json"]) == 0
+    plans = json.loads(capsys.readouterr().out)["plans"]
+    kinds = {k["kind"]: k for k in plans["greedy"]["by_kind"]}
+    assert "experts" in kinds and "gate_proj" not in kinds
+    # a step of one token reads 2 of 8 experts: host-bound bytes go to the experts first
+    assert kinds["experts"]["ratio"] > kinds["qkv_proj"]["ratio"]
+    assert plans["greedy"]["time_s"] < plans["uniform"]["time_s"]
+    assert plans["greedy"]["time_s"] == pytest.approx(plans["oracle"]["time_s"], rel=1e-9)
+    assert invoke(["offload", "plan", "--model", "mixtral-8x7b", "--batch", "1", "--seq", "1024",
+                   "--gpu-mem", "40", "--profile", "h200"]) == 0
+    assert "reads f = 25.0%" in capsys.readouterr().out
+
+
 def test_plan_from_config_json_and_exact_budget(tmp_path, capsys):
     cfg = {"model_type": "llama", "hidden_size": 1024, "intermediate_size": 4096, "num_attention_heads": 16,
            "num_key_value_heads": 4, "num_hidden_layers": 4, "vocab_size": 32000}
