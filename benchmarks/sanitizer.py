@@ -326,6 +326,45 @@ def attention_cases(tool: str, with_triton: bool) -> list[Case]:
     return cases
 
 
+# ---------------------------------------------------------------- MoE experts
+MOE_SHAPES = ((5, 1, 8, 2, 1, 1), (5, 33, 264, 2, 7, 1), (4, 40, 136, 0, 40, 2), (3, 17, 520, 3, 300, 1))
+
+
+def _moe(e: int, n: int, k: int, n_hbm: int, p: int, row_div: int, dtype: str) -> None:
+    """One ``expert_gemv`` over E experts (the last ``e - n_hbm`` in pinned memory), P pairs, one
+    of them routed to no expert (its output row left alone)."""
+    import torch
+
+    from smemkit.offload import PinnedBuffer
+    from smemkit.offload.moe_gemv import expert_gemv
+
+    dt = torch.bfloat16 if dtype == "bf16" else torch.float16
+    w = torch.randn(e, n, k, device="cuda").to(dt)
+    hbm = w[:n_hbm].clone()
+    buffer = PinnedBuffer((e - n_hbm) * n * k * w.element_size())
+    try:
+        ptrs = [int(hbm[i].data_ptr()) for i in range(n_hbm)]
+        if n_hbm < e:
+            buffer.tensor(dt, (e - n_hbm, n, k)).copy_(w[n_hbm:].cpu())
+            view = buffer.cuda_view(dt, (e - n_hbm, n, k))
+            ptrs += [int(view[i].data_ptr()) for i in range(e - n_hbm)]
+        table = torch.tensor(ptrs, dtype=torch.int64, device="cuda")
+        pair = torch.randint(0, e, (p,), dtype=torch.int32, device="cuda")
+        pair[-1] = -1
+        x = torch.randn(-(-p // row_div), k, device="cuda").to(dt)
+        y = torch.zeros(p, n, device="cuda", dtype=dt)
+        expert_gemv(table, x, pair, row_div, n, e, n_hbm, host_ctas=3, out=y)
+        torch.cuda.synchronize()
+    finally:
+        buffer.free()
+
+
+def moe_cases(tool: str, with_triton: bool) -> list[Case]:
+    return [Case("moe_gemv", f"{dtype} E={e} N={n} K={k} in HBM {h} pairs={p} row_div={d}",
+                 functools.partial(_moe, e, n, k, h, p, d, dtype))
+            for dtype in ("bf16", "fp16") for e, n, k, h, p, d in MOE_SHAPES]
+
+
 # ---------------------------------------------------------------- probes
 PROBE_SMEM = 16384  # CHASE_WORDS 32-bit words: placement does not matter under a sanitizer
 
@@ -600,6 +639,7 @@ def groups() -> dict[str, Group]:
     found.update({
         "offload.split_gemv": Group("offload/split_gemv.cu", split_gemv_cases),
         "offload.split_attention": Group("offload/split_attention.cu", attention_cases),
+        "offload.moe_gemv": Group("offload/moe_gemv.cu", moe_cases),
         "offload.direct_gemm": Group("offload/direct_gemm.cu (+ cuBLAS for the HBM rows)",
                                      direct_gemm_cases),
         "offload.ring": Group("ring path: cuBLAS GEMMs and copy-engine copies", ring_cases),
