@@ -11,16 +11,12 @@ What makes the step capturable:
   ``max_seq_len`` (an offloaded model's own split cache buffers: its HBM sequences on the device,
   its host sequences in pinned memory), written with ``index_copy_`` at a position held in a
   device tensor, never a Python int.
-- **Host sequences read inside the graph**: each layer's host K/V (the whole ``max_seq_len``, a
-  static size) is copied from pinned memory into one of two device staging buffers, layers
-  alternating between them. On a GPU the copy of layer i + 1 is issued on a side stream while
-  layer i runs, after layer i - 1's attention has released that buffer, and layer i + 1 waits for
-  it: the host link works under the previous layer's compute instead of stalling the step (layer
-  0's copy, with nothing before it, runs in line). A pinned-to-device copy and cross-stream
-  events are capturable. The new token's K/V reaches host memory through a CUDA alias of the
-  pinned buffer (a kernel write, since the position is a tensor), and the staged copy, written
-  after the copy lands. The copy moves ``max_seq_len`` tokens per host sequence whatever the
-  current length: correct, and a cost the benchmark's host-bytes column reports.
+- **Host sequences read inside the graph**: each layer copies its host K/V (the whole
+  ``max_seq_len``, a static size) from pinned memory into one device staging buffer shared by
+  all layers (a pinned-to-device copy is capturable); the new token's K/V reaches host memory
+  through a CUDA alias of the pinned buffer (a kernel write, since the position is a tensor).
+  The staged copy moves ``max_seq_len`` tokens per host sequence whatever the current length:
+  correct, and a cost the benchmark's host-bytes column reports.
 - **Attention through transformers' own interface**: the engine registers
   ``"smemkit_static"`` with ``AttentionInterface`` and sets it on the model's config while it
   runs. The function runs ``scaled_dot_product_attention`` over the static K/V with a boolean mask
@@ -76,17 +72,15 @@ class StaticLayer(CacheLayerMixin):
 
     ``kv_host`` is (2, host_seqs, kv_heads, max_seq_len, head_dim) in host memory,
     ``kv_host_dev`` a device-addressable alias of it (CUDA alias of the pinned buffer on a GPU,
-    the tensor itself on the CPU), ``staging`` a device buffer at least that large, shared with
-    every other layer of the same parity."""
+    the tensor itself on the CPU), ``staging`` a device buffer at least that large, shared by all
+    layers."""
 
     is_compileable = False
     is_sliding = False
 
     def __init__(self, k_hbm: torch.Tensor, v_hbm: torch.Tensor, kv_host: torch.Tensor,
-                 kv_host_dev: torch.Tensor, staging: torch.Tensor, cache: StaticSplitCache,
-                 index: int = 0) -> None:
+                 kv_host_dev: torch.Tensor, staging: torch.Tensor, cache: StaticSplitCache) -> None:
         super().__init__()
-        self.index = index
         self.k_hbm, self.v_hbm, self.kv_host, self.kv_host_dev = k_hbm, v_hbm, kv_host, kv_host_dev
         self.b_hbm, self.host_seqs = int(k_hbm.shape[0]), int(kv_host.shape[1])
         # the first numel of the shared buffer, so this layer's view is contiguous
@@ -108,12 +102,11 @@ class StaticLayer(CacheLayerMixin):
                 self.k_hbm.index_copy_(2, pos, key_states[:b])
                 self.v_hbm.index_copy_(2, pos, value_states[:b])
             if self.host_seqs:
-                self._cache.staged(self.index)
+                self.staging.copy_(self.kv_host, non_blocking=True)
                 for i, states in enumerate((key_states, value_states)):
                     new = states[b:].to(self.staging.dtype)
                     self.staging[i].index_copy_(2, pos, new)
                     self.kv_host_dev[i].index_copy_(2, pos, new)
-            self._cache.stage_ahead(self.index + 1)
         return self.k_hbm, self.v_hbm
 
     def get_mask_sizes(self, query_length: int) -> tuple[int, int]:
@@ -141,44 +134,9 @@ class StaticSplitCache(Cache):
         self.step = StepState(torch.zeros(1, dtype=torch.long, device=device),
                               torch.zeros(1, max_seq_len, dtype=torch.bool, device=device))
         largest = max(parts, key=lambda p: p[2].numel())[2]
-        staging = [torch.zeros(largest.shape, dtype=largest.dtype, device=device) for _ in range(2)]
-        layers = [StaticLayer(k, v, host, host_dev, staging[i % 2], self, i)
-                  for i, (k, v, host, host_dev) in enumerate(parts)]
+        staging = torch.zeros(largest.shape, dtype=largest.dtype, device=device)
+        layers = [StaticLayer(k, v, host, host_dev, staging, self) for k, v, host, host_dev in parts]
         super().__init__(layers=layers)
-        staged = any(layer.host_seqs for layer in layers) and device.type == "cuda"
-        # the side stream of the layer-ahead copies, and per layer: "its buffer is free" (recorded
-        # on the compute stream) and "its copy landed" (recorded on the side stream)
-        self._copy_stream = torch.cuda.Stream(device) if staged else None
-        self._free = [torch.cuda.Event() for _ in layers] if staged else []
-        self._landed = [torch.cuda.Event() for _ in layers] if staged else []
-        self._pending = [False] * len(layers)
-
-    def stage_ahead(self, index: int) -> None:
-        """Issue layer ``index``'s host K/V copy on the side stream (GPU only; no-op past the last
-        layer or for a layer without host sequences). Its buffer was last read by layer
-        ``index - 2``'s attention, which the compute stream has already been given."""
-        if self._copy_stream is None or index >= len(self.layers) or not self.layers[index].host_seqs:
-            return
-        layer = self.layers[index]
-        current = torch.cuda.current_stream(self._copy_stream.device)
-        self._free[index].record(current)
-        self._copy_stream.wait_event(self._free[index])
-        with torch.cuda.stream(self._copy_stream):
-            layer.staging.copy_(layer.kv_host, non_blocking=True)
-            self._landed[index].record(self._copy_stream)
-        self._pending[index] = True
-
-    def staged(self, index: int) -> None:
-        """Make layer ``index``'s staging buffer hold its host K/V on the current stream: wait for
-        the copy issued ahead, or copy now (layer 0, the CPU, a copy never issued)."""
-        if index == 0:  # a new forward: nothing issued by an earlier one is trusted
-            self._pending = [False] * len(self.layers)
-        layer = self.layers[index]
-        if self._pending[index]:
-            torch.cuda.current_stream(self._copy_stream.device).wait_event(self._landed[index])
-            self._pending[index] = False
-        else:
-            layer.staging.copy_(layer.kv_host, non_blocking=True)
 
     def update(self, key_states: torch.Tensor, value_states: torch.Tensor, layer_idx: int, *args, **kwargs
                ) -> tuple[torch.Tensor, torch.Tensor]:
