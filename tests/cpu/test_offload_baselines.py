@@ -46,8 +46,9 @@ class _Tiny(nn.Module):
 
 
 class _Layout:
-    def __init__(self, linears):
+    def __init__(self, linears, experts=()):
         self.linears = linears
+        self.experts = experts
 
 
 def test_uva_needs_the_model_on_a_gpu_and_matching_names():
@@ -61,6 +62,9 @@ def test_uva_needs_the_model_on_a_gpu_and_matching_names():
     shape = _Layout((LinearSplit("lm_head", "lm_head", 64, 8, False, 16),))
     with pytest.raises(InvalidArgumentError, match="shape"):
         uva_offload(model, shape)
+    moe = _Layout((LinearSplit("lm_head", "lm_head", 32, 8, False, 16),), experts=("L0.experts",))
+    with pytest.raises(InvalidArgumentError, match="offload linears only"):
+        uva_offload(model, moe)
 
 
 def test_staging_bytes_are_the_largest_unit_per_slot():

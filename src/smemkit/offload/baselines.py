@@ -28,6 +28,12 @@ from smemkit.offload.prefetch import LayerPrefetcher, TwoPartLinear, build_prefe
 
 def _splits(model: nn.Module, layout: OffloadLayout) -> list[tuple[str, nn.Linear, int]]:
     """(name, module, host rows) of every linear the layout splits, checked against the model."""
+    if layout.experts:
+        # these designs stage or alias a linear's host rows; a MoE layer's experts would stay
+        # whole in HBM and the comparison would not hold the same host bytes
+        raise InvalidArgumentError("the UVA and prefetcher baselines offload linears only; this layout "
+                                   f"also puts experts of {len(layout.experts)} MoE layers in host memory "
+                                   "(compare MoE models with hbm or accelerate)")
     found = []
     for split in layout.linears:
         try:
