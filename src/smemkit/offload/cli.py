@@ -26,6 +26,7 @@ from smemkit.offload.planner import (
     total_bytes,
     uniform_plan,
 )
+from smemkit.offload.tensor_parallel import MAX_TP
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -47,6 +48,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     plan.add_argument("--hbm-tbps", type=float, help="HBM TB/s (default: the profile's)")
     plan.add_argument("--exact-budget", action="store_true",
                       help="offload exactly the required bytes (DAK's equality) instead of at least them")
+    plan.add_argument("--tp", type=int, default=1,
+                      help="tensor-parallel GPUs: plan one shard per GPU, --gpu-mem each (default 1)")
     plan.add_argument("--json", action="store_true", help="print the plans as JSON")
     plan.set_defaults(run=run)
     from smemkit.offload import run_cmd
@@ -78,6 +81,7 @@ def check_plan_args(args: argparse.Namespace) -> None:
     check_int_range("--batch", args.batch, 1, MAX_DIM)
     check_int_range("--seq", args.seq, 1, MAX_DIM)
     check_number_range("--gpu-mem (GiB)", args.gpu_mem, 0.0, 1e9)
+    check_int_range("--tp", getattr(args, "tp", 1), 1, MAX_TP)
     for label, value, high in (("--tflops", args.tflops, 1e6), ("--host-gbps", args.host_gbps, 1e5),
                                ("--hbm-tbps", args.hbm_tbps, 1e3)):
         if value is not None:
@@ -153,8 +157,12 @@ def run(args: argparse.Namespace, console: Console | None = None) -> int:
     console = console or Console()
     check_plan_args(args)
     from smemkit.offload.model_source import model_config_from_source
+    from smemkit.offload.tensor_parallel import TP_LINK, collective_s, shard_config
 
-    cfg = model_config_from_source(args.model)
+    full = model_config_from_source(args.model)
+    tp = getattr(args, "tp", 1)
+    cfg = shard_config(full, tp)  # with --tp every figure below is one GPU's shard
+    collectives = collective_s(full, tp, args.batch)
     ops = decode_ops(cfg, args.batch, args.seq)
     profile, reason = select_profile(args.profile)
     hw = hardware_from_profile(profile, tflops=args.tflops, host_gbps=args.host_gbps,
@@ -177,6 +185,8 @@ def run(args: argparse.Namespace, console: Console | None = None) -> int:
                          "flops_per_s": hw.flops_per_s, "sources": hw.sources},
             "weight_bytes": held - kv, "kv_bytes": kv, "host_resident_bytes": host_resident_bytes(cfg),
             "required_offload_bytes": required, "exact_budget": args.exact_budget,
+            "tp": tp, "collective_s": collectives,
+            **({"collective_model": TP_LINK["source"]} if tp > 1 else {}),
             "plans": {name: {"time_s": p.time_s, "offloaded_bytes": p.offloaded_bytes,
                              "by_kind": [{"kind": k.kind, "count": k.count, "bytes": k.bytes,
                                           "ratio": k.ratio, "time_s": k.time_s, "bound": k.bound}
@@ -188,6 +198,11 @@ def run(args: argparse.Namespace, console: Console | None = None) -> int:
 
     console.print(f"[bold]offload plan[/bold]  {cfg.name}: batch {args.batch}, context {args.seq}, "
                   f"{cfg.dtype}, {len(ops)} ops per decode step")
+    if tp > 1:
+        console.print(f"  tensor parallel over {tp} GPUs: one shard's plan, each GPU with --gpu-mem and "
+                      f"its own "
+                      f"host link; the step adds {collectives * 1e3:.2f} ms of collectives "
+                      f"({TP_LINK['source']})")
     console.print(f"  profile  {profile.name}: {reason}")
     console.print(f"  B_g {hw.hbm_bytes_per_s / 1e12:.3f} TB/s  ({hw.sources['B_g']})")
     console.print(f"  B_h {hw.host_bytes_per_s / 1e9:.1f} GB/s  ({hw.sources['B_h']})")
@@ -212,8 +227,9 @@ def run(args: argparse.Namespace, console: Console | None = None) -> int:
     mode = "exactly" if args.exact_budget else "at least"
     console.print(f"Predicted decode step (time per output token), offloading {mode} the required bytes:")
     for name, plan in plans.items():
-        console.print(f"  {name:8s} {plan.time_s * 1e3:9.3f} ms  {args.batch / plan.time_s:10.1f} tokens/s  "
-                      f"offloads {plan.offloaded_bytes / GIB:.2f} GiB")
+        step = plan.time_s + collectives
+        console.print(f"  {name:8s} {step * 1e3:9.3f} ms  {args.batch / step:10.1f} tokens/s  "
+                      f"offloads {plan.offloaded_bytes / GIB:.2f} GiB" + (" per GPU" if tp > 1 else ""))
     gap = (greedy.time_s - oracle.time_s) / oracle.time_s
     console.print(f"  greedy vs oracle: {relative_text(gap)}; uniform / greedy = "
                   f"{uniform.time_s / greedy.time_s:.3f}x")

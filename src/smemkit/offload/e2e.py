@@ -213,22 +213,13 @@ class RandomTensors:
 
 
 def realised_step_s(layout, profile: str | None = None) -> float:
-    """The cost model's step time at ``layout``'s realised ratios (whole 16-row tiles, whole
-    experts, whole sequences: what the model holds, not the planner's continuous ratios)."""
+    """The cost model's step time at ``layout``'s realised ratios (``hf_layout.layout_time_s``)
+    with the rates of ``profile`` (default: the current GPU's)."""
     from smemkit.hw.profile import select_profile
-    from smemkit.offload import hardware_from_profile, op_time
+    from smemkit.offload import hardware_from_profile
+    from smemkit.offload.hf_layout import layout_time_s
 
-    hw = hardware_from_profile(select_profile(profile)[0])
-    d = layout.dtype_bytes
-    host: dict[str, float] = {}
-    for s in layout.linears:
-        host[s.op] = host.get(s.op, 0.0) + s.host_rows * s.in_features * d
-    for e in layout.experts:
-        host[e.op] = host.get(e.op, 0.0) + e.host_experts * e.expert_elements * d
-    for c in layout.caches:
-        host[c.op] = host.get(c.op, 0.0) + c.host_seqs * c.seq_bytes(d)
-    return math.fsum(op_time(op, host.get(op.name, 0.0) / op.weight_bytes if op.weight_bytes else 0.0, hw)
-                     for op in layout.ops)
+    return layout_time_s(layout, hardware_from_profile(select_profile(profile)[0]))
 
 
 def linear_weight_bytes(model) -> int:

@@ -105,6 +105,31 @@ def host_experts_at_least(num_experts: int, ratio: float) -> int:
     return min(num_experts, max(0, math.ceil(ratio * num_experts * (1 - 1e-12))))
 
 
+def host_experts_across_layers(num_experts: list[int], ratios: list[float],
+                               total: int | None = None) -> list[int]:
+    """Whole host experts per layer for per-layer ratios, rounded once across the layers: ``total``
+    experts (default: the fewest holding the planned expert bytes), each layer getting the whole
+    part of its share (never more than ``total`` in all) and the layers with the largest
+    remainders one more. Rounding up per layer instead puts at least one expert of every layer in
+    host memory for any ratio above 0 (for Mixtral-8x7B, 11 GB of host bytes for a 1 GiB plan)."""
+    targets = [max(0.0, min(1.0, r)) * e for r, e in zip(ratios, num_experts, strict=True)]
+    counts = [min(e, math.floor(t * (1 + 1e-12))) for t, e in zip(targets, num_experts, strict=True)]
+    if total is None:
+        total = math.ceil(math.fsum(targets) * (1 - 1e-12))
+    for i in sorted(range(len(counts)), key=lambda i: (targets[i] - counts[i], -i)):
+        if sum(counts) <= total:
+            break
+        counts[i] -= min(counts[i], sum(counts) - total)
+    extra = total - sum(counts)
+    for i in sorted(range(len(counts)), key=lambda i: (counts[i] - targets[i], i)):
+        if extra <= 0:
+            break
+        if counts[i] < num_experts[i]:
+            counts[i] += 1
+            extra -= 1
+    return counts
+
+
 @dataclass(frozen=True)
 class CacheSplit:
     """One layer's KV cache: ``batch`` sequences of up to ``max_seq_len`` tokens, the last
@@ -324,10 +349,59 @@ def _unique_tensors(model: nn.Module) -> Iterator[tuple[str, torch.Tensor]]:
             yield name, t
 
 
+def _settle(linears: list[LinearSplit], experts: list[ExpertsSplit], caches: list[CacheSplit],
+            required_bytes: float | None, d: int) -> tuple[list, list, list]:
+    """With ``required_bytes`` (a GPU budget): what rounding left short goes to the linears
+    (16-row tiles), only past their room to whole experts, one at a time, to the layers holding
+    fewest in host memory, and past those to the KV sequences."""
+    if required_bytes is None:
+        return linears, experts, caches
+    offloaded = (sum(s.host_rows * s.in_features * d for s in linears)
+                 + sum(c.host_seqs * c.seq_bytes(d) for c in caches)
+                 + sum(e.host_experts * e.expert_elements * d for e in experts))
+    short = required_bytes - offloaded
+    linear_room = sum((s.out_features - s.host_rows) * s.in_features * d for s in linears)
+    in_hbm = linear_room + sum((e.num_experts - e.host_experts) * e.expert_elements * d for e in experts)
+    if short > 0 and linear_room > 0:
+        share = min(1.0, short / linear_room)
+        linears = [replace(s, host_rows=host_rows_at_least(
+            s.out_features, (s.host_rows + share * (s.out_features - s.host_rows)) / s.out_features))
+            for s in linears]
+    experts = list(experts)
+    left = short - min(short, linear_room)
+    while left > 0 and any(e.host_experts < e.num_experts for e in experts):
+        i = min((i for i, e in enumerate(experts) if e.host_experts < e.num_experts),
+                key=lambda i: (experts[i].host_experts, i))
+        experts[i] = replace(experts[i], host_experts=experts[i].host_experts + 1)
+        left -= experts[i].expert_elements * d
+    if short > in_hbm:  # every linear row and expert is already in host memory: round sequences up
+        caches = [replace(c, host_seqs=c.batch) for c in caches]
+    return linears, experts, caches
+
+
+def layout_time_s(layout: OffloadLayout, hw) -> float:
+    """The cost model's step time at ``layout``'s realised ratios (whole 16-row tiles, whole
+    experts, whole sequences: what the model holds, not the planner's continuous ratios)."""
+    from smemkit.offload.costmodel import op_time
+
+    d = layout.dtype_bytes
+    host: dict[str, float] = {}
+    for s in layout.linears:
+        host[s.op] = host.get(s.op, 0.0) + s.host_rows * s.in_features * d
+    for e in layout.experts:
+        host[e.op] = host.get(e.op, 0.0) + e.host_experts * e.expert_elements * d
+    for c in layout.caches:
+        host[c.op] = host.get(c.op, 0.0) + c.host_seqs * c.seq_bytes(d)
+    return math.fsum(op_time(op, host.get(op.name, 0.0) / op.weight_bytes if op.weight_bytes else 0.0, hw)
+                     for op in layout.ops)
+
+
 def make_layout(model: nn.Module, cfg: ModelConfig, dtype: torch.dtype, ops: list[Op], plan: Plan, *,
-                batch: int, max_seq_len: int, required_bytes: float | None, workspace: int) -> OffloadLayout:
-    """Turn ``plan`` (over ``ops``) into whole rows and sequences; with ``required_bytes`` (a GPU
-    budget), top the linears up until at least that many bytes are offloaded."""
+                batch: int, max_seq_len: int, required_bytes: float | None, workspace: int,
+                hw=None) -> OffloadLayout:
+    """Turn ``plan`` (over ``ops``) into whole rows, experts and sequences; with ``required_bytes``
+    (a GPU budget), top the linears up until at least that many bytes are offloaded. ``hw`` (the
+    planner's ``Hardware``) lets the experts' rounding pick the layout the cost model prefers."""
     by_op = map_linears(model, ops, cfg.dtype_bytes)
     ratio_of = dict(zip((op.name for op in ops), plan.ratios, strict=True))
     linears = [LinearSplit(n, op, m.out_features, m.in_features, m.bias is not None,
@@ -337,27 +411,32 @@ def make_layout(model: nn.Module, cfg: ModelConfig, dtype: torch.dtype, ops: lis
                          host_seqs_for_ratio(batch, ratio_of[op.name]))
               for op in ops if op.kind == "attention"]
     experts = [ExpertsSplit(name, op, int(m.gate_up_proj.shape[0]), int(m.gate_up_proj.shape[2]),
-                            int(m.down_proj.shape[2]),
-                            host_experts_at_least(int(m.gate_up_proj.shape[0]), ratio_of[op]))
+                            int(m.down_proj.shape[2]), 0)
                for op, (name, m) in map_experts(model, ops, cfg.dtype_bytes).items()]
     d = cfg.dtype_bytes
-    if required_bytes is not None:
-        offloaded = (sum(s.host_rows * s.in_features * d for s in linears)
-                     + sum(c.host_seqs * c.seq_bytes(d) for c in caches)
-                     + sum(e.host_experts * e.expert_elements * d for e in experts))
-        short = required_bytes - offloaded
-        in_hbm = (sum((s.out_features - s.host_rows) * s.in_features * d for s in linears)
-                  + sum((e.num_experts - e.host_experts) * e.expert_elements * d for e in experts))
-        if short > 0 and in_hbm > 0:
-            share = min(1.0, short / in_hbm)
-            linears = [replace(s, host_rows=host_rows_at_least(
-                s.out_features, (s.host_rows + share * (s.out_features - s.host_rows)) / s.out_features))
-                for s in linears]
-            experts = [replace(e, host_experts=host_experts_at_least(
-                e.num_experts, (e.host_experts + share * (e.num_experts - e.host_experts)) / e.num_experts))
-                for e in experts]
-        if short > in_hbm:  # every linear row is already in host memory: round sequences up instead
-            caches = [replace(c, host_seqs=c.batch) for c in caches]
+    sizes, shares = [e.num_experts for e in experts], [ratio_of[e.op] for e in experts]
+    planned = math.fsum(r * n for r, n in zip(shares, sizes, strict=True))
+    # whole experts: the fewest holding the plan's expert bytes; under a budget with the cost model
+    # at hand, that or one fewer or none, whichever settled layout predicts the shortest step (an
+    # expert in host memory makes its layer host-bound, so rounding phase-1 bytes up to a whole
+    # expert can cost more than the linears' tiles holding them instead)
+    totals = [math.ceil(planned * (1 - 1e-12))]
+    if hw is not None and required_bytes is not None:  # a ratio asks for its share: no choice there
+        totals = sorted({0, math.floor(planned * (1 + 1e-12)), totals[0]})
+    best = None
+    for total in totals:
+        counts = host_experts_across_layers(sizes, shares, total)
+        rounded = [replace(e, host_experts=n) for e, n in zip(experts, counts, strict=True)]
+        candidate = _settle(linears, rounded, caches, required_bytes, d)
+        if hw is not None:
+            trial = OffloadLayout(cfg, tuple(ops), plan, tuple(candidate[0]), tuple(candidate[2]), "", False,
+                                  0, 0, workspace, dtype, experts=tuple(candidate[1]))
+            cost = layout_time_s(trial, hw)
+        else:
+            cost = 0.0
+        if best is None or cost < best[0]:
+            best = (cost, candidate)
+    linears, experts, caches = best[1]
     embedding_module = model.get_input_embeddings()
     head = model.get_output_embeddings()
     tied = head is not None and head.weight is embedding_module.weight

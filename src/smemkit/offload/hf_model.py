@@ -303,7 +303,7 @@ def _plan_layout(model: nn.Module, *, gpu_mem_gib: float | None, ratio: float | 
     method = greedy_plan if chosen == "greedy" else uniform_plan
     per_op = method(ops, hw, planned) if offload_kv else weights_only(method, ops, hw, planned)
     return make_layout(model, cfg, dtype, ops, per_op, batch=batch, max_seq_len=max_seq_len,
-                       required_bytes=required, workspace=workspace)
+                       required_bytes=required, workspace=workspace, hw=hw)
 
 
 def offload_model(model: nn.Module, *, gpu_mem_gib: float | None = None, ratio: float | None = None,

@@ -60,6 +60,40 @@ def test_moe_configs_it_cannot_run_are_refused(change, match):
         config_from_hf(data)
 
 
+def test_host_experts_round_once_across_layers():
+    from smemkit.offload.hf_layout import host_experts_across_layers
+
+    assert host_experts_across_layers([8] * 4, [0.01] * 4) == [1, 0, 0, 0]  # 0.32 experts: one, not four
+    assert host_experts_across_layers([8] * 4, [0.25] * 4) == [2] * 4
+    # 2.4 + 0.8 + 7.2 = 10.4 -> 11: the whole parts 2, 0, 7, then the largest remainders (0.8, 0.4)
+    assert host_experts_across_layers([8] * 3, [0.3, 0.1, 0.9]) == [3, 1, 7]
+    got = host_experts_across_layers([8] * 3, [0.3, 0.1, 0.9], total=10)
+    assert sum(got) == 10 and all(0 <= n <= 8 for n in got)
+    assert host_experts_across_layers([8] * 2, [0.5, 0.5], total=0) == [0, 0]
+    assert host_experts_across_layers([8] * 2, [1.0, 1.0]) == [8, 8]
+
+
+def test_a_budget_puts_whole_experts_where_the_cost_model_says():
+    """Mixtral-8x7B, batch 8, 4K: under a 94 GiB budget nothing must move, and phase 1's 1.27 % of
+    each layer's experts would be four whole experts making four layers host-bound; the layout
+    keeps them in HBM. Under tighter budgets the offloaded bytes stay within a tile of required."""
+    from smemkit.offload.e2e import hf_config, realised_step_s
+
+    config = hf_config("mixtral-8x7b")
+    with torch.device("meta"):
+        model = transformers.AutoModelForCausalLM.from_config(config, dtype=torch.bfloat16)
+    loose = plan_layout(model, gpu_mem_gib=94, batch=8, max_seq_len=4096, workspace_gib=0, profile="h200_sxm")
+    assert sum(e.host_experts for e in loose.experts) == 0
+    assert realised_step_s(loose, "h200_sxm") <= loose.plan.time_s * 1.05
+    for gib in (85, 60, 40):
+        tight = plan_layout(model, gpu_mem_gib=gib, batch=8, max_seq_len=4096, workspace_gib=0,
+                            profile="h200_sxm")
+        assert tight.offloaded_bytes >= tight.plan.required_bytes
+        assert tight.offloaded_bytes <= tight.plan.required_bytes + 2**30
+        counts = {e.host_experts for e in tight.experts}
+        assert max(counts) - min(counts) <= 1  # spread evenly over the layers
+
+
 def test_host_experts_round_up_to_whole_experts():
     ratios = (0.0, 1e-9, 0.125, 0.13, 0.5, 0.99, 1.0)
     assert [host_experts_at_least(8, r) for r in ratios] == [0, 1, 1, 2, 4, 8, 8]
@@ -69,11 +103,12 @@ def test_host_experts_round_up_to_whole_experts():
 def test_layout_splits_experts_whole_and_counts_their_bytes(arch):
     model = moe(arch)
     layout = plan_layout(model, ratio=0.3, batch=BATCH, max_seq_len=MAX_SEQ)
-    assert [e.host_experts for e in layout.experts] == [2, 2]  # ceil(0.3 x 4)
+    # 0.3 x 4 experts x 2 layers = 2.4: three whole experts in all, not ceil(1.2) = 2 per layer
+    assert sorted(e.host_experts for e in layout.experts) == [1, 2]
     expert_bytes = 3 * 64 * 128 * 2
     assert layout.weight_host_bytes == sum(s.host_rows * s.in_features * 2 for s in layout.linears) + \
-        2 * 2 * expert_bytes
-    assert layout.ratios["model.layers.0.mlp.experts"] == 0.5
+        3 * expert_bytes
+    assert sorted(layout.ratios[f"model.layers.{i}.mlp.experts"] for i in (0, 1)) == [0.25, 0.5]
     free = plan_layout(model, ratio=0.0, batch=BATCH, max_seq_len=MAX_SEQ, workspace_gib=0)
     budget = free.hbm_bytes * 0.7
     tight = plan_layout(model, gpu_mem_gib=budget / 2**30, batch=BATCH, max_seq_len=MAX_SEQ, workspace_gib=0)
@@ -95,9 +130,11 @@ def test_offloaded_moe_generates_bit_for_bit(arch, ratio):
              for n, m in ref.named_modules() if hasattr(m, "gate_up_proj")}
     model = copy.deepcopy(ref)
     off = offload_model(model, ratio=ratio, batch=BATCH, max_seq_len=MAX_SEQ, placement=CpuPlacement())
-    host = math.ceil(ratio * 4)
+    placed = {e.name: e.host_experts for e in off.layout.experts}
+    assert sum(placed.values()) == math.ceil(ratio * 4 * 2)  # rounded once across the two layers
     for name, (gate_up, down) in parts.items():
         module = model.get_submodule(name)
+        host = placed[name]
         assert isinstance(module, OffloadedExperts) and module.host_experts == host
         assert torch.equal(module.gate_up_hbm, gate_up[: 4 - host])
         assert torch.equal(module.gate_up_host, gate_up[4 - host:])
@@ -144,10 +181,11 @@ def test_a_released_layout_moe_checkpoint_loads_expert_by_expert(tmp_path, arch)
     ids = prompts()
     want = greedy(ref, ids)
     off = load_offloaded(tmp_path, ratio=0.5, batch=BATCH, max_seq_len=MAX_SEQ, placement=CpuPlacement())
+    assert [e.host_experts for e in off.layout.experts] == [2, 2]
     for name, module in ref.named_modules():
         if hasattr(module, "gate_up_proj"):
             loaded = off.model.get_submodule(name)
-            assert isinstance(loaded, OffloadedExperts) and loaded.host_experts == 2
+            assert isinstance(loaded, OffloadedExperts) and loaded.host_experts == 2  # 0.5 x 4 each
             assert torch.equal(torch.cat([loaded.gate_up_hbm, loaded.gate_up_host]), module.gate_up_proj)
             assert torch.equal(torch.cat([loaded.down_hbm, loaded.down_host]), module.down_proj)
     got = off.generate(ids, attention_mask=torch.ones_like(ids), max_new_tokens=NEW, min_new_tokens=NEW,
