@@ -173,3 +173,20 @@ def test_kernel_path_matches_the_per_expert_loop_and_captures(host, tokens):
     mod.free()
     for b in buffers:
         b.free()
+
+
+def test_capturing_more_pairs_than_the_kernel_takes_is_a_clear_error():
+    from smemkit.errors import InvalidArgumentError
+
+    mod, buffers = experts_module(8, 64, 32, 2)
+    tokens = MAX_PAIRS // 2 + 1  # k = 2: one pair past the kernel's limit
+    hidden = torch.randn(tokens, 64, device="cuda").bfloat16()
+    weights, index = torch.softmax(torch.randn(tokens, 8, device="cuda"), -1).topk(2, dim=-1)
+    assert not mod.uses_kernel(index.numel())
+    graph = torch.cuda.CUDAGraph()
+    with pytest.raises(InvalidArgumentError, match="cannot be captured"), torch.no_grad(), \
+            torch.cuda.graph(graph):
+        mod(hidden, index, weights)
+    mod.free()
+    for b in buffers:
+        b.free()

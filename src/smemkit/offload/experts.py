@@ -75,6 +75,14 @@ class OffloadedExperts(nn.Module):
                                        f"{tuple(hidden_states.shape)} and {tuple(top_k_index.shape)}")
         if self.uses_kernel(top_k_index.numel()):
             return self._kernel_forward(hidden_states, top_k_index, top_k_weights)
+        if self.device.type == "cuda" and torch.cuda.is_current_stream_capturing():
+            from smemkit.offload.moe_gemv import MAX_PAIRS
+
+            raise InvalidArgumentError(
+                f"a step of {top_k_index.shape[0]} tokens x {top_k_index.shape[1]} experts is "
+                f"{top_k_index.numel()} token-expert pairs, more than moe_gemv's {MAX_PAIRS}: the per-expert "
+                "loop it falls back to synchronises on the routing and cannot be captured in a CUDA graph "
+                "(decode fewer sequences at once)")
         return self._loop_forward(hidden_states, top_k_index, top_k_weights)
 
     def _kernel_forward(self, hidden: torch.Tensor, index: torch.Tensor,
@@ -85,12 +93,16 @@ class OffloadedExperts(nn.Module):
         host_ctas = self.host_ctas or DEFAULT_HOST_CTAS
         pair_expert = index.reshape(-1).to(torch.int32)
         gate_up_ptrs, down_ptrs = self._ptrs
-        gate_up = expert_gemv(gate_up_ptrs, hidden.contiguous(), pair_expert, k, 2 * self.intermediate_dim,
-                              self.num_experts, self.n_hbm, host_ctas=host_ctas)
+        # zeroed: a pair routed to no expert (an id outside [0, E)) keeps rows of zeros, not garbage
+        gate_up = torch.zeros((index.numel(), 2 * self.intermediate_dim), dtype=hidden.dtype,
+                              device=hidden.device)
+        expert_gemv(gate_up_ptrs, hidden.contiguous(), pair_expert, k, 2 * self.intermediate_dim,
+                    self.num_experts, self.n_hbm, host_ctas=host_ctas, out=gate_up)
         gate, up = gate_up.chunk(2, dim=-1)
         act = (self.act_fn(gate) * up).contiguous()
-        down = expert_gemv(down_ptrs, act, pair_expert, 1, self.hidden_dim, self.num_experts, self.n_hbm,
-                           host_ctas=host_ctas)
+        down = torch.zeros((index.numel(), self.hidden_dim), dtype=hidden.dtype, device=hidden.device)
+        expert_gemv(down_ptrs, act, pair_expert, 1, self.hidden_dim, self.num_experts, self.n_hbm,
+                    host_ctas=host_ctas, out=down)
         mixed = (down.view(tokens, k, -1).float() * weights.float().unsqueeze(-1)).sum(dim=1)
         return mixed.to(hidden.dtype)
 
@@ -109,9 +121,11 @@ class OffloadedExperts(nn.Module):
         return out
 
     def free(self) -> None:
+        """Drop every part (fresh empty tensors: a view would keep the storage alive)."""
         self._ptrs = None
         for name in ("gate_up_hbm", "down_hbm", "gate_up_host", "down_host"):
-            setattr(self, name, getattr(self, name)[:0])
+            t = getattr(self, name)
+            setattr(self, name, torch.empty((0, *t.shape[1:]), dtype=t.dtype, device=t.device))
         self.gate_up_host_view = self.down_host_view = None
 
     def extra_repr(self) -> str:

@@ -101,7 +101,8 @@ class HubExpertsTensors:
     """A tensor source that also answers a MoE model's ``...mlp.experts.gate_up_proj`` /
     ``down_proj`` (E x 2I x H, E x H x I) and ``...mlp.gate.weight`` from a checkpoint that stores
     each expert's matrices separately (``HUB_EXPERT_NAMES``), assembling one layer's experts when
-    asked: pageable memory then peaks at about one layer's experts."""
+    asked into one preallocated tensor: pageable memory then peaks at about one layer's experts
+    (one projection's) plus one expert's matrix."""
 
     def __init__(self, source) -> None:
         self._source = source
@@ -136,10 +137,23 @@ class HubExpertsTensors:
             return self._source.get(name)
         if len(parts) == 1:
             return self._source.get(parts[0])
-        if name.endswith("gate_up_proj"):
-            pairs = zip(parts[::2], parts[1::2], strict=True)
-            return torch.stack([torch.cat([self._source.get(g), self._source.get(u)]) for g, u in pairs])
-        return torch.stack([self._source.get(d) for d in parts])
+        # one preallocated (E, rows, K) tensor, each expert's matrices copied into its slice
+        gate_up = name.endswith("gate_up_proj")
+        groups = list(zip(parts[::2], parts[1::2], strict=True)) if gate_up else [(d,) for d in parts]
+        out = None
+        for e, names in enumerate(groups):
+            row = 0
+            for part in names:
+                t = self._source.get(part)
+                if out is None:
+                    out = torch.empty((len(groups), t.shape[0] * len(names), t.shape[1]), dtype=t.dtype)
+                if t.dim() != 2 or t.shape[1] != out.shape[2] or row + t.shape[0] > out.shape[1]:
+                    raise InvalidArgumentError(f"'{part}' has shape {tuple(t.shape)}; the other experts' "
+                                               f"matrices for '{name}' are {tuple(out.shape[1:])}")
+                out[e, row: row + t.shape[0]].copy_(t)
+                row += t.shape[0]
+                del t
+        return out
 
 
 def _model_dtype(config, dtype: torch.dtype | None) -> torch.dtype:

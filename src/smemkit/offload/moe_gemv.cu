@@ -9,7 +9,8 @@
 //
 // Work is split into items (expert e, tile of TILE_ROWS output rows). An item first collects the
 // pairs routed to e (a scan of P expert ids into shared memory); an expert nobody is routed to
-// costs one scan and reads none of its bytes. Each warp owns ROWS_PER_WARP rows of the tile; its
+// costs one scan per tile and reads none of its bytes. An expert with more than PAIR_CHUNK pairs
+// streams its tile once per chunk of pairs (the decode sizes measured route about 2 per expert). Each warp owns ROWS_PER_WARP rows of the tile; its
 // lanes stride K in 16-byte vectors, load each weight vector once and use it for up to PAIR_CHUNK
 // pairs, accumulating in float32 and reducing across the warp. The order in which pairs land in
 // shared memory varies between runs, but each output element is one pair's dot product summed in

@@ -3,8 +3,10 @@
 A MoE decode step's experts read only the experts their tokens are routed to. ``moe_gemv`` takes
 a table of per-expert weight pointers (HBM, or device aliases of pinned host memory), the pairs'
 expert ids, and computes every pair's ``W[e] x`` in one launch; an expert with no pair reads none
-of its bytes. It serves up to ``MAX_PAIRS`` pairs (the decode sizes); prefill goes through the
-experts module's per-expert loop.
+of its bytes. It serves up to ``MAX_PAIRS`` pairs (the decode sizes); more pairs go through the
+experts module's per-expert loop. A CTA reads its weight tile once per ``PAIR_CHUNK`` (8) pairs
+routed to its expert, so an expert with more than 8 pairs in a step streams its bytes more than
+once (measured only at 2 pairs per expert: ``benchmarks/results/h200/moe_gemv.json``).
 """
 
 from __future__ import annotations
@@ -95,21 +97,32 @@ def expert_gemv(w_ptrs: torch.Tensor, x: torch.Tensor, pair_expert: torch.Tensor
         raise InvalidArgumentError(f"x must be a contiguous 2-D bf16/fp16 CUDA tensor, got "
                                    f"{tuple(x.shape)} {x.dtype} on {x.device}")
     k = x.shape[1]
-    if k % VEC:
-        raise InvalidArgumentError(f"x has K = {k} columns; moe_gemv needs a multiple of {VEC}")
+    if k % VEC or x.data_ptr() % 16:
+        raise InvalidArgumentError(f"x has K = {k} columns at address {x.data_ptr():#x}; moe_gemv needs a "
+                                   f"multiple of {VEC} and a 16-byte aligned start")
+    if n < 1:
+        raise InvalidArgumentError(f"n (output rows per expert) must be >= 1, got {n}")
     p = pair_expert.numel()
-    if pair_expert.dtype != torch.int32 or not pair_expert.is_contiguous() or not 1 <= p <= MAX_PAIRS:
-        raise InvalidArgumentError(f"pair_expert must be a contiguous int32 tensor of 1..{MAX_PAIRS} pairs, "
-                                   f"got {p} of {pair_expert.dtype}")
+    if (pair_expert.dtype != torch.int32 or not pair_expert.is_contiguous()
+            or pair_expert.device != x.device or not 1 <= p <= MAX_PAIRS):
+        raise InvalidArgumentError(f"pair_expert must be a contiguous int32 tensor of 1..{MAX_PAIRS} pairs "
+                                   f"on {x.device}, got {p} of {pair_expert.dtype} on {pair_expert.device}")
     if row_div < 1 or -(-p // row_div) > x.shape[0]:
         raise InvalidArgumentError(f"row_div = {row_div}: {p} pairs read rows up to "
                                    f"{(p - 1) // max(row_div, 1)} of x's {x.shape[0]}")
-    if w_ptrs.dtype != torch.int64 or w_ptrs.numel() != num_experts or not w_ptrs.is_cuda:
-        raise InvalidArgumentError(f"w_ptrs must be {num_experts} int64 addresses on the GPU")
+    if w_ptrs.dtype != torch.int64 or w_ptrs.numel() != num_experts or w_ptrs.device != x.device:
+        raise InvalidArgumentError(f"w_ptrs must be {num_experts} int64 addresses on {x.device}")
     if not 0 <= hbm_experts <= num_experts or host_ctas < 1:
         raise InvalidArgumentError(f"hbm_experts = {hbm_experts} must be in [0, {num_experts}] and "
                                    f"host_ctas = {host_ctas} >= 1")
-    y = torch.empty((p, n), dtype=x.dtype, device=x.device) if out is None else out
+    if out is None:
+        y = torch.empty((p, n), dtype=x.dtype, device=x.device)
+    elif (tuple(out.shape) != (p, n) or out.dtype != x.dtype or out.device != x.device
+          or not out.is_contiguous()):
+        raise InvalidArgumentError(f"out must be a contiguous ({p}, {n}) {x.dtype} tensor on {x.device}, got "
+                                   f"{tuple(out.shape)} {out.dtype} on {out.device}")
+    else:
+        y = out
     grid = grid_size(n, num_experts, hbm_experts, host_ctas)
     host = host_ctas if hbm_experts < num_experts else 0
     _kernel(x.dtype).launch(grid, THREADS, w_ptrs, x, pair_expert, y, row_div, p, n, k, num_experts,

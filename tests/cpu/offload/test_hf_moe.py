@@ -191,3 +191,30 @@ def test_a_released_layout_moe_checkpoint_loads_expert_by_expert(tmp_path, arch)
     got = off.generate(ids, attention_mask=torch.ones_like(ids), max_new_tokens=NEW, min_new_tokens=NEW,
                        do_sample=False)
     assert torch.equal(got, want)
+
+
+def test_released_layout_experts_of_unequal_shapes_are_refused():
+    from smemkit.offload.hf_checkpoint import HubExpertsTensors
+
+    class Source:
+        def __init__(self, tensors):
+            self.tensors = tensors
+
+        def names(self):
+            return set(self.tensors)
+
+        def get(self, name):
+            return self.tensors[name]
+
+    base = "model.layers.0.mlp.experts"
+    good = {f"{base}.{e}.{m}.weight": torch.full((4 if m != "down_proj" else 6, 6 if m != "down_proj" else 4),
+                                                 float(e)) for e in range(3)
+            for m in ("gate_proj", "up_proj", "down_proj")}
+    stacked = HubExpertsTensors(Source(good))
+    gate_up = stacked.get(f"{base}.gate_up_proj")
+    assert gate_up.shape == (3, 8, 6) and torch.equal(gate_up[2], torch.full((8, 6), 2.0))
+    assert stacked.get(f"{base}.down_proj").shape == (3, 6, 4)
+    bad = dict(good)
+    bad[f"{base}.1.up_proj.weight"] = torch.zeros(4, 5)
+    with pytest.raises(InvalidArgumentError, match="other experts"):
+        HubExpertsTensors(Source(bad)).get(f"{base}.gate_up_proj")
