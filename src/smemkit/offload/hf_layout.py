@@ -329,15 +329,19 @@ def host_rows_at_least(n_rows: int, ratio: float) -> int:
 
 def workspace_bytes(cfg: ModelConfig, batch: int, max_seq_len: int) -> int:
     """HBM for the largest transients of a forward: a prefill of ``batch`` x ``max_seq_len``
-    tokens at once (one layer's q/k/v, MLP intermediates and hidden states, its K/V gathered onto
-    the device, a causal mask of a byte per entry), the last position's float32 logits, plus
+    tokens at once (one layer's q/k/v, MLP intermediates (k experts' for MoE) and hidden states,
+    its K/V gathered onto the device, a causal mask of a byte per entry), the last position's
+    float32 logits, one expert's weights copied from host memory (MoE), plus
     FIXED_WORKSPACE_BYTES. An estimate meant to err high; ``workspace_gib`` overrides it."""
     d = cfg.dtype_bytes
     tokens = batch * max_seq_len
     q_dim, kv_dim = cfg.num_attention_heads * cfg.head_dim, cfg.num_key_value_heads * cfg.head_dim
-    per_token = (q_dim + 2 * kv_dim + 3 * cfg.intermediate_size + 3 * cfg.hidden_size) * d
+    # a MoE token runs k experts' MLPs, and the prefill loop copies one host expert to the device
+    mlp_copies = cfg.experts_per_token if cfg.is_moe else 1
+    expert_copy = 3 * cfg.hidden_size * cfg.intermediate_size * d if cfg.is_moe else 0
+    per_token = (q_dim + 2 * kv_dim + 3 * cfg.intermediate_size * mlp_copies + 3 * cfg.hidden_size) * d
     return (tokens * per_token + 2 * tokens * kv_dim * d + batch * max_seq_len * max_seq_len
-            + 4 * batch * cfg.vocab_size + FIXED_WORKSPACE_BYTES)
+            + 4 * batch * cfg.vocab_size + expert_copy + FIXED_WORKSPACE_BYTES)
 
 
 def _unique_tensors(model: nn.Module) -> Iterator[tuple[str, torch.Tensor]]:

@@ -218,3 +218,15 @@ def test_released_layout_experts_of_unequal_shapes_are_refused():
     bad[f"{base}.1.up_proj.weight"] = torch.zeros(4, 5)
     with pytest.raises(InvalidArgumentError, match="other experts"):
         HubExpertsTensors(Source(bad)).get(f"{base}.gate_up_proj")
+
+
+def test_the_workspace_counts_k_experts_per_token_and_one_expert_copy():
+    from dataclasses import replace as dc_replace
+
+    from smemkit.offload.hf_layout import FIXED_WORKSPACE_BYTES, workspace_bytes
+
+    moe_cfg = BUILTIN_MODELS["mixtral-8x7b"]
+    dense = dc_replace(moe_cfg, num_experts=0, experts_per_token=0)
+    extra = workspace_bytes(moe_cfg, 1, 16) - workspace_bytes(dense, 1, 16)
+    assert extra == 16 * 3 * 14336 * 2 * (2 - 1) + 3 * 4096 * 14336 * 2
+    assert workspace_bytes(dense, 1, 16) > FIXED_WORKSPACE_BYTES
