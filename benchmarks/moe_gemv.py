@@ -34,7 +34,7 @@ def main(argv: list[str] | None = None) -> int:
     from smemkit.hw.environment import device_block, provenance
     from smemkit.offload import PinnedBuffer
     from smemkit.offload.e2e import measure_hbm_rate, measure_host_rate
-    from smemkit.offload.moe_gemv import expert_gemv, prepare
+    from smemkit.offload.moe_gemv import expert_gemv, expert_pointers, prepare
     from smemkit.runtime.device import require_gpu
     from smemkit.runtime.timing import time_gpu
 
@@ -48,8 +48,7 @@ def main(argv: list[str] | None = None) -> int:
     host = buffer.tensor(torch.bfloat16, (host_n, N, K))
     host.copy_((torch.randn(host_n, N, K, device="cuda", generator=g) * 0.02).bfloat16().cpu())
     view = buffer.cuda_view(torch.bfloat16, (host_n, N, K))
-    ptrs = torch.tensor([int(hbm[e].data_ptr()) for e in range(HBM_EXPERTS)]
-                        + [int(view[e].data_ptr()) for e in range(host_n)], dtype=torch.int64, device="cuda")
+    ptrs = expert_pointers(hbm, view)
     x = torch.randn(TOKENS, K, device="cuda").bfloat16()
     prepare(torch.bfloat16, torch.cuda.current_device())
     expert_bytes = N * K * 2

@@ -336,19 +336,18 @@ def _moe(e: int, n: int, k: int, n_hbm: int, p: int, row_div: int, dtype: str) -
     import torch
 
     from smemkit.offload import PinnedBuffer
-    from smemkit.offload.moe_gemv import expert_gemv
+    from smemkit.offload.moe_gemv import expert_gemv, expert_pointers
 
     dt = torch.bfloat16 if dtype == "bf16" else torch.float16
     w = torch.randn(e, n, k, device="cuda").to(dt)
     hbm = w[:n_hbm].clone()
     buffer = PinnedBuffer((e - n_hbm) * n * k * w.element_size())
     try:
-        ptrs = [int(hbm[i].data_ptr()) for i in range(n_hbm)]
+        view = None
         if n_hbm < e:
             buffer.tensor(dt, (e - n_hbm, n, k)).copy_(w[n_hbm:].cpu())
             view = buffer.cuda_view(dt, (e - n_hbm, n, k))
-            ptrs += [int(view[i].data_ptr()) for i in range(e - n_hbm)]
-        table = torch.tensor(ptrs, dtype=torch.int64, device="cuda")
+        table = expert_pointers(hbm, view)
         pair = torch.randint(0, e, (p,), dtype=torch.int32, device="cuda")
         pair[-1] = -1
         x = torch.randn(-(-p // row_div), k, device="cuda").to(dt)

@@ -19,7 +19,7 @@ from torch import nn
 
 from smemkit.offload import PinnedBuffer
 from smemkit.offload.experts import OffloadedExperts
-from smemkit.offload.moe_gemv import MAX_PAIRS, expert_gemv
+from smemkit.offload.moe_gemv import MAX_PAIRS, expert_gemv, expert_pointers
 
 pytestmark = pytest.mark.gpu
 
@@ -35,16 +35,14 @@ class Experts:
         g = torch.Generator(device="cuda").manual_seed(seed)
         self.dense = torch.randn(e, n, k, device="cuda", generator=g).to(dtype)
         self.hbm = self.dense[:n_hbm].clone()
-        self.buffer = None
-        ptrs = [int(self.hbm[i].data_ptr()) for i in range(n_hbm)]
+        self.buffer = self.view = None
         if n_hbm < e:
             host = self.dense[n_hbm:]
             self.buffer = PinnedBuffer(host.numel() * host.element_size())
             self.host = self.buffer.tensor(dtype, tuple(host.shape))
             self.host.copy_(host.cpu())
             self.view = self.buffer.cuda_view(dtype, tuple(host.shape))
-            ptrs += [int(self.view[i].data_ptr()) for i in range(e - n_hbm)]
-        self.ptrs = torch.tensor(ptrs, dtype=torch.int64, device="cuda")
+        self.ptrs = expert_pointers(self.hbm, self.view)
         self.e, self.n, self.n_hbm = e, n, n_hbm
 
     def free(self) -> None:

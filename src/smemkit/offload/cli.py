@@ -26,7 +26,7 @@ from smemkit.offload.planner import (
     total_bytes,
     uniform_plan,
 )
-from smemkit.offload.tensor_parallel import MAX_TP
+from smemkit.offload.tensor_parallel import MAX_TP, TP_LINK, collective_s, shard_config
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -157,8 +157,6 @@ def run(args: argparse.Namespace, console: Console | None = None) -> int:
     console = console or Console()
     check_plan_args(args)
     from smemkit.offload.model_source import model_config_from_source
-    from smemkit.offload.tensor_parallel import TP_LINK, collective_s, shard_config
-
     full = model_config_from_source(args.model)
     tp = getattr(args, "tp", 1)
     cfg = shard_config(full, tp)  # with --tp every figure below is one GPU's shard

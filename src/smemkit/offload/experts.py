@@ -20,6 +20,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from smemkit.errors import InvalidArgumentError
+from smemkit.offload.moe_gemv import DEFAULT_HOST_CTAS, MAX_PAIRS, expert_gemv, expert_pointers
 
 
 class OffloadedExperts(nn.Module):
@@ -44,18 +45,12 @@ class OffloadedExperts(nn.Module):
         self.host_ctas = host_ctas
         self._ptrs: tuple[torch.Tensor, torch.Tensor] | None = None
         if self.device.type == "cuda" and (self.host_experts == 0 or down_host_view is not None):
-            self._ptrs = (self._pointer_table(gate_up_hbm, gate_up_host_view),
-                          self._pointer_table(down_hbm, down_host_view))
+            self._ptrs = (expert_pointers(gate_up_hbm, gate_up_host_view),
+                          expert_pointers(down_hbm, down_host_view))
 
     @property
     def ratio(self) -> float:
         return self.host_experts / self.num_experts
-
-    def _pointer_table(self, hbm: torch.Tensor, view: torch.Tensor | None) -> torch.Tensor:
-        ptrs = [int(hbm[e].data_ptr()) for e in range(self.n_hbm)]
-        if self.host_experts:
-            ptrs += [int(view[e].data_ptr()) for e in range(self.host_experts)]
-        return torch.tensor(ptrs, dtype=torch.int64, device=self.device)
 
     def _expert(self, which: str, e: int) -> torch.Tensor:
         if e < self.n_hbm:
@@ -64,8 +59,6 @@ class OffloadedExperts(nn.Module):
         return host.to(self.device, non_blocking=True)
 
     def uses_kernel(self, pairs: int) -> bool:
-        from smemkit.offload.moe_gemv import MAX_PAIRS
-
         return self._ptrs is not None and pairs <= MAX_PAIRS
 
     def forward(self, hidden_states: torch.Tensor, top_k_index: torch.Tensor,
@@ -76,8 +69,6 @@ class OffloadedExperts(nn.Module):
         if self.uses_kernel(top_k_index.numel()):
             return self._kernel_forward(hidden_states, top_k_index, top_k_weights)
         if self.device.type == "cuda" and torch.cuda.is_current_stream_capturing():
-            from smemkit.offload.moe_gemv import MAX_PAIRS
-
             raise InvalidArgumentError(
                 f"a step of {top_k_index.shape[0]} tokens x {top_k_index.shape[1]} experts is "
                 f"{top_k_index.numel()} token-expert pairs, more than moe_gemv's {MAX_PAIRS}: the per-expert "
@@ -87,8 +78,6 @@ class OffloadedExperts(nn.Module):
 
     def _kernel_forward(self, hidden: torch.Tensor, index: torch.Tensor,
                         weights: torch.Tensor) -> torch.Tensor:
-        from smemkit.offload.moe_gemv import DEFAULT_HOST_CTAS, expert_gemv
-
         tokens, k = index.shape
         host_ctas = self.host_ctas or DEFAULT_HOST_CTAS
         pair_expert = index.reshape(-1).to(torch.int32)

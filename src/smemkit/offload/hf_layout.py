@@ -100,11 +100,6 @@ class ExpertsSplit:
         return self.host_experts / self.num_experts
 
 
-def host_experts_at_least(num_experts: int, ratio: float) -> int:
-    """The fewest whole experts holding >= ``ratio`` of a layer's expert bytes (less 1e-12)."""
-    return min(num_experts, max(0, math.ceil(ratio * num_experts * (1 - 1e-12))))
-
-
 def host_experts_across_layers(num_experts: list[int], ratios: list[float],
                                total: int | None = None) -> list[int]:
     """Whole host experts per layer for per-layer ratios, rounded once across the layers: ``total``
@@ -383,21 +378,25 @@ def _settle(linears: list[LinearSplit], experts: list[ExpertsSplit], caches: lis
     return linears, experts, caches
 
 
+def _split_time_s(ops, linears, experts, caches, d: int, hw) -> float:
+    """The cost model's step time with these splits' host bytes per op (realised ratios)."""
+    from smemkit.offload.costmodel import op_time
+
+    host: dict[str, float] = {}
+    for s in linears:
+        host[s.op] = host.get(s.op, 0.0) + s.host_rows * s.in_features * d
+    for e in experts:
+        host[e.op] = host.get(e.op, 0.0) + e.host_experts * e.expert_elements * d
+    for c in caches:
+        host[c.op] = host.get(c.op, 0.0) + c.host_seqs * c.seq_bytes(d)
+    return math.fsum(op_time(op, host.get(op.name, 0.0) / op.weight_bytes if op.weight_bytes else 0.0, hw)
+                     for op in ops)
+
+
 def layout_time_s(layout: OffloadLayout, hw) -> float:
     """The cost model's step time at ``layout``'s realised ratios (whole 16-row tiles, whole
     experts, whole sequences: what the model holds, not the planner's continuous ratios)."""
-    from smemkit.offload.costmodel import op_time
-
-    d = layout.dtype_bytes
-    host: dict[str, float] = {}
-    for s in layout.linears:
-        host[s.op] = host.get(s.op, 0.0) + s.host_rows * s.in_features * d
-    for e in layout.experts:
-        host[e.op] = host.get(e.op, 0.0) + e.host_experts * e.expert_elements * d
-    for c in layout.caches:
-        host[c.op] = host.get(c.op, 0.0) + c.host_seqs * c.seq_bytes(d)
-    return math.fsum(op_time(op, host.get(op.name, 0.0) / op.weight_bytes if op.weight_bytes else 0.0, hw)
-                     for op in layout.ops)
+    return _split_time_s(layout.ops, layout.linears, layout.experts, layout.caches, layout.dtype_bytes, hw)
 
 
 def make_layout(model: nn.Module, cfg: ModelConfig, dtype: torch.dtype, ops: list[Op], plan: Plan, *,
@@ -432,12 +431,7 @@ def make_layout(model: nn.Module, cfg: ModelConfig, dtype: torch.dtype, ops: lis
         counts = host_experts_across_layers(sizes, shares, total)
         rounded = [replace(e, host_experts=n) for e, n in zip(experts, counts, strict=True)]
         candidate = _settle(linears, rounded, caches, required_bytes, d)
-        if hw is not None:
-            trial = OffloadLayout(cfg, tuple(ops), plan, tuple(candidate[0]), tuple(candidate[2]), "", False,
-                                  0, 0, workspace, dtype, experts=tuple(candidate[1]))
-            cost = layout_time_s(trial, hw)
-        else:
-            cost = 0.0
+        cost = 0.0 if hw is None else _split_time_s(ops, candidate[0], candidate[1], candidate[2], d, hw)
         if best is None or cost < best[0]:
             best = (cost, candidate)
     linears, experts, caches = best[1]

@@ -78,6 +78,16 @@ def prepare(dtype: torch.dtype, device_index: int) -> None:
     kern.module._load(kern.name, device_index)
 
 
+def expert_pointers(hbm: torch.Tensor, host_view: torch.Tensor | None) -> torch.Tensor:
+    """The ``w_ptrs`` table of :func:`expert_gemv`: the addresses of ``hbm``'s experts, then of
+    ``host_view``'s (a device alias of pinned memory; None or empty for none), int64 on ``hbm``'s
+    device."""
+    ptrs = [int(hbm[e].data_ptr()) for e in range(hbm.shape[0])]
+    if host_view is not None:
+        ptrs += [int(host_view[e].data_ptr()) for e in range(host_view.shape[0])]
+    return torch.tensor(ptrs, dtype=torch.int64, device=hbm.device)
+
+
 def grid_size(n: int, num_experts: int, hbm_experts: int, host_ctas: int) -> int:
     """CTAs of one launch: ``host_ctas`` (when any expert is in host memory) + one per HBM item."""
     tiles = -(-n // TILE_ROWS)

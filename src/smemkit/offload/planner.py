@@ -106,7 +106,7 @@ def greedy_plan(ops: Sequence[Op], hw: Hardware, required_bytes: float, *, exact
     2. Compute-bound next: put what is still required on ops whose compute time hides their reads,
        up to each op's second turning point, where host time catches up with compute. These bytes
        cost nothing.
-    3. The rest anywhere: every op is now host-bound, and each further byte costs f/B_h, f the
+    3. The rest anywhere: past phase 2 every op is host-bound, and each further byte costs f/B_h, f the
        op's read fraction (1 for dense ops): experts ops first, then the rest, spread in proportion
        to the bytes each op still holds in HBM.
 

@@ -21,7 +21,7 @@ from hf_tiny_models import BATCH, MAX_SEQ, MOE_ARCHS, MOE_CONFIGS, NEW, greedy, 
 from smemkit.errors import InvalidArgumentError  # noqa: E402
 from smemkit.offload import CpuPlacement, config_from_hf, decode_ops, offload_model  # noqa: E402
 from smemkit.offload.experts import OffloadedExperts  # noqa: E402
-from smemkit.offload.hf_layout import host_experts_at_least  # noqa: E402
+from smemkit.offload.hf_layout import host_experts_across_layers  # noqa: E402
 from smemkit.offload.hf_model import plan_layout  # noqa: E402
 from smemkit.offload.models import BUILTIN_MODELS  # noqa: E402
 
@@ -61,8 +61,6 @@ def test_moe_configs_it_cannot_run_are_refused(change, match):
 
 
 def test_host_experts_round_once_across_layers():
-    from smemkit.offload.hf_layout import host_experts_across_layers
-
     assert host_experts_across_layers([8] * 4, [0.01] * 4) == [1, 0, 0, 0]  # 0.32 experts: one, not four
     assert host_experts_across_layers([8] * 4, [0.25] * 4) == [2] * 4
     # 2.4 + 0.8 + 7.2 = 10.4 -> 11: the whole parts 2, 0, 7, then the largest remainders (0.8, 0.4)
@@ -96,7 +94,7 @@ def test_a_budget_puts_whole_experts_where_the_cost_model_says():
 
 def test_host_experts_round_up_to_whole_experts():
     ratios = (0.0, 1e-9, 0.125, 0.13, 0.5, 0.99, 1.0)
-    assert [host_experts_at_least(8, r) for r in ratios] == [0, 1, 1, 2, 4, 8, 8]
+    assert [host_experts_across_layers([8], [r])[0] for r in ratios] == [0, 1, 1, 2, 4, 8, 8]
 
 
 @pytest.mark.parametrize("arch", MOE_ARCHS)
